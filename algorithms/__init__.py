@@ -1,0 +1,1 @@
+"""scikit-learn estimators written against the public fusedml API (filled by a later issue)."""

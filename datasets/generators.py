@@ -1,0 +1,23 @@
+"""Seeded synthetic matrices (numpy ``default_rng``), dense or CSR."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def dense_matrix(rows: int, cols: int, seed: int = 0, low: float = -1.0, high: float = 1.0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(low, high, size=(rows, cols))
+
+
+def sparse_matrix(
+    rows: int, cols: int, density: float, seed: int = 0, low: float = 0.1, high: float = 2.1
+) -> sp.csr_array:
+    """CSR with ``round(density * rows * cols)`` non-zeros at uniform positions."""
+    rng = np.random.default_rng(seed)
+    nnz = round(density * rows * cols)
+    keys = rng.choice(rows * cols, size=nnz, replace=False) if nnz else np.zeros(0, np.int64)
+    r, c = np.divmod(np.sort(keys), cols)
+    values = rng.uniform(low, high, size=nnz)
+    return sp.csr_array((values, (r, c)), shape=(rows, cols))

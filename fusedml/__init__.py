@@ -1,0 +1,56 @@
+"""fusedml: SystemML-style operator fusion for numpy/scipy linear-algebra ML code.
+
+Public API (DESIGN.md section 3); everything else is internal.
+"""
+
+from fusedml._config import FUSION_MODES, config, get_config
+from fusedml._errors import FusedMLError, FusionModeWarning, RewriteCycleError, ShapeError
+from fusedml._stats import reset_stats, stats
+from fusedml.api import evaluate, explain
+from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.ir.frontend import (
+    Expr,
+    abs,
+    absolute,
+    add,
+    argmax,
+    divide,
+    equal,
+    exp,
+    greater,
+    greater_equal,
+    hstack,
+    less,
+    less_equal,
+    log,
+    matmul,
+    matrix,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    sigmoid,
+    sign,
+    sqrt,
+    subtract,
+    sum,
+    transpose,
+    where,
+)
+from fusedml.jit import jit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp", "FusionModeWarning", "Plan",
+    "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "argmax", "config", "divide",
+    "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
+    "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",
+    "minimum", "multiply", "negative", "not_equal", "power", "reset_stats", "sigmoid", "sign",
+    "sqrt", "stats", "subtract", "sum", "transpose", "where",
+]  # fmt: skip

@@ -1,0 +1,100 @@
+"""Scoped configuration: one immutable `Config` per context, changed only through `config(...)`.
+
+The defaults come from environment variables once, at import time:
+
+| variable            | field     | meaning                                                  |
+|---------------------|-----------|----------------------------------------------------------|
+| FUSEDML_FUSION      | fusion    | default fusion mode (see FUSION_MODES)                   |
+| FUSEDML_DEBUG       | debug     | 0 quiet; 1 verify DAGs after rewrites; 2 + print plans   |
+| FUSEDML_CACHE_DIR   | cache_dir | where compiled kernels are kept (used once codegen lands)|
+
+A context variable (not a global) holds the current config, so threads and asyncio tasks each see
+their own scope and estimators stay picklable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import os
+from dataclasses import dataclass
+
+# The paper's labels: none = Base, hand = Fused, fuse_all = FA, fuse_no_redundancy = FNR,
+# cost_based = Gen.
+FUSION_MODES = ("none", "hand", "fuse_all", "fuse_no_redundancy", "cost_based")
+DEFAULT_FUSION = "cost_based"
+
+
+def check_fusion_mode(mode: object) -> str:
+    if not isinstance(mode, str) or mode not in FUSION_MODES:
+        raise ValueError(
+            f"unknown fusion mode {mode!r}; expected one of {', '.join(map(repr, FUSION_MODES))}"
+        )
+    return mode
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fusedml")
+
+
+@dataclass(frozen=True)
+class Config:
+    fusion: str = DEFAULT_FUSION
+    debug: int = 0
+    cache_dir: str = ""
+
+    def __post_init__(self) -> None:
+        check_fusion_mode(self.fusion)
+        if not isinstance(self.debug, int) or self.debug < 0:
+            raise ValueError(f"debug must be a non-negative int, got {self.debug!r}")
+
+
+def _from_env() -> Config:
+    fusion = os.environ.get("FUSEDML_FUSION", DEFAULT_FUSION)
+    try:
+        check_fusion_mode(fusion)
+    except ValueError as exc:
+        raise ValueError(f"environment variable FUSEDML_FUSION: {exc}") from None
+    debug = os.environ.get("FUSEDML_DEBUG", "0")
+    if not debug.isdigit():
+        raise ValueError(f"environment variable FUSEDML_DEBUG must be an integer, got {debug!r}")
+    cache_dir = os.environ.get("FUSEDML_CACHE_DIR") or _default_cache_dir()
+    return Config(fusion=fusion, debug=int(debug), cache_dir=cache_dir)
+
+
+# The default (not a set()) so that new threads, which start from an empty context, see it too.
+_current: contextvars.ContextVar[Config] = contextvars.ContextVar(
+    "fusedml_config",
+    default=_from_env(),  # noqa: B039 - Config is a frozen dataclass
+)
+
+
+def get_config() -> Config:
+    """The configuration in force in this context."""
+    return _current.get()
+
+
+class config:
+    """Override configuration fields for the duration of a ``with`` block.
+
+    >>> import fusedml as fm
+    >>> with fm.config(fusion="none"):
+    ...     fm.get_config().fusion
+    'none'
+    """
+
+    def __init__(self, **overrides: object) -> None:
+        fields = {f.name for f in dataclasses.fields(Config)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise TypeError(f"unknown config field(s) {unknown}; known: {sorted(fields)}")
+        self._new = dataclasses.replace(get_config(), **overrides)  # validates eagerly
+        self._tokens: list[contextvars.Token[Config]] = []
+
+    def __enter__(self) -> Config:
+        self._tokens.append(_current.set(self._new))
+        return self._new
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._tokens.pop())

@@ -1,0 +1,17 @@
+"""Exception and warning types shared by every layer (lowest layer: imports nothing of fusedml)."""
+
+
+class FusedMLError(Exception):
+    """Base class of fusedml's own errors."""
+
+
+class ShapeError(FusedMLError, ValueError):
+    """Operand shapes do not fit the operation; raised when the expression is built."""
+
+
+class RewriteCycleError(FusedMLError, RuntimeError):
+    """The rewrite fixpoint revisited a DAG it had already produced (the rule table has a cycle)."""
+
+
+class FusionModeWarning(UserWarning):
+    """A fusion mode was requested that this build cannot honour yet; it runs as another mode."""

@@ -1,0 +1,1 @@
+"""L5: numba code generation for fused operators (a later issue)."""

@@ -1,0 +1,1 @@
+"""L5: the fused-operator IR and the selected plan."""

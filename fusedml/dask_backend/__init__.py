@@ -1,0 +1,1 @@
+"""L6: fused operators over Dask row blocks (a later issue)."""

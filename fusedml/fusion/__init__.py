@@ -1,0 +1,1 @@
+"""L3: fusion templates and OFMC exploration (a later issue)."""

@@ -1,0 +1,56 @@
+"""A DAG of output nodes, with its topological order and consumer lists computed once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
+from fusedml.ir.printer import format_dag
+
+
+def topological(roots: Iterable[Node]) -> list[Node]:
+    """Inputs before consumers; iterative, so deep chains do not hit the recursion limit."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if root.id in seen:
+            continue
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        seen.add(root.id)
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.inputs):
+                stack.append((node, i + 1))
+                child = node.inputs[i]
+                if child.id not in seen:
+                    seen.add(child.id)
+                    stack.append((child, 0))
+            else:
+                order.append(node)
+    return order
+
+
+class Dag:
+    """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
+
+    __slots__ = ("consumers", "nodes", "roots")
+
+    def __init__(self, roots: Iterable[Node]) -> None:
+        self.roots: tuple[Node, ...] = tuple(roots)
+        self.nodes: tuple[Node, ...] = tuple(topological(self.roots))
+        consumers: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for node in self.nodes:
+            for child in node.inputs:
+                consumers[child].append(node)
+        self.consumers = consumers
+
+    @property
+    def leaves(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.op is Op.DATA)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __str__(self) -> str:
+        return format_dag(self)

@@ -1,0 +1,1 @@
+"""L2: algebraic rewrite tables and the guarded fixpoint driver."""

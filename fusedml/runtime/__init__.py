@@ -1,0 +1,1 @@
+"""L6: the reference interpreter and the executor."""

@@ -1,0 +1,93 @@
+"""Runs a plan: every node in topological order, each intermediate freed after its last use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fusedml import _stats
+from fusedml.cplan.plan import Plan
+from fusedml.formats import Format
+from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
+from fusedml.runtime.reference import Value, evaluate_node
+
+
+class BindingError(ValueError):
+    pass
+
+
+def _check_binding(node: Node, value: Value) -> None:
+    meta = node.meta
+    if meta.is_scalar:
+        if np.ndim(value) != 0:
+            raise BindingError(f"input {node.attr('name')!r} must be a scalar")
+        return
+    if getattr(value, "shape", None) != meta.shape:
+        raise BindingError(
+            f"input {node.attr('name')!r} has shape {getattr(value, 'shape', None)}, "
+            f"the plan was built for {meta.shape}"
+        )
+    if sp.issparse(value) != (meta.format is Format.CSR):
+        raise BindingError(f"input {node.attr('name')!r} must be {meta.format.value}")
+
+
+def _check_result(node: Node, value: Value) -> None:
+    # O(1) invariant: the interpreter honours the meta every later stage relies on
+    shape = () if np.ndim(value) == 0 else value.shape
+    sparse = sp.issparse(value)
+    if shape != node.shape or (node.meta.format is Format.CSR) != sparse:
+        raise AssertionError(
+            f"reference result of {node!r} is {'csr' if sparse else 'dense'} {shape}, "
+            f"meta says {node.meta.describe()}"
+        )
+
+
+def execute(plan: Plan, bindings: Mapping[Node, Value]) -> list[Value]:
+    """Values of ``plan.dag.roots`` (IR form) for the given leaf values."""
+    dag = plan.dag
+    remaining = {n: len(c) for n, c in dag.consumers.items()}
+    keep = set(dag.roots)
+    values: dict[Node, Value] = {}
+    with _stats.timed("execute"):
+        for node in dag.nodes:
+            if node.op is Op.DATA:
+                try:
+                    value = bindings[node]
+                except KeyError:
+                    raise BindingError(f"no value bound to input {node.attr('name')!r}") from None
+                _check_binding(node, value)
+            else:
+                value = evaluate_node(node, [values[i] for i in node.inputs])
+                _check_result(node, value)
+                _stats.bump("ops_executed")
+            values[node] = value
+            for child in node.inputs:
+                remaining[child] -= 1
+                if remaining[child] == 0 and child not in keep:
+                    del values[child]
+    return [values[r] for r in dag.roots]
+
+
+def to_user(value: Value, ndim: int, dtype: str, inputs: list[Any]) -> Any:
+    """An IR value as numpy shows it: float, 1-D/2-D ndarray, or CSR for sparse 2-D results.
+    Results that alias an input (``X * 1`` rewritten to ``X``) are copied, as numpy would."""
+    if ndim == 0:
+        return float(value)
+    if ndim == 1:
+        out = (value.toarray() if sp.issparse(value) else np.asarray(value)).reshape(-1)
+    elif sp.issparse(value):
+        out = sp.csr_array(value)
+    else:
+        out = np.asarray(value)
+    if dtype != "float64":
+        out = out.astype(dtype)
+    arrays = [out.data] if sp.issparse(out) else [out]
+    for inp in inputs:
+        inp_arrays = [inp.data] if sp.issparse(inp) else [inp]
+        if any(np.may_share_memory(a, b) for a in arrays for b in inp_arrays):
+            return out.copy()
+    return out

@@ -1,0 +1,242 @@
+"""The reference interpreter: the definition of every op, and the paper's Base baseline.
+
+Values are python floats (scalars), 2-D float64 numpy arrays, or canonical ``scipy.sparse``
+``csr_array``s. Each op produces exactly the format its node's meta names, materializes its result
+(that is what Base measures) and uses numpy/scipy's fastest routine for it: BLAS for dense
+products, scipy's sparse kernels for CSR, vectorized gathers for sparse-safe elementwise ops.
+
+Semantics are numpy's on the dense values, with one rule from scipy.sparse and SystemDS: a zero of a
+CSR operand annihilates in multiplication (``X * Y``, ``X @ Y``) and as a numerator (``X / Y``),
+even where the other operand holds inf or NaN. Floating-point warnings are silenced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fusedml.formats import Format
+from fusedml.ir.node import Node
+from fusedml.ir.ops import (
+    AGGREGATE,
+    ANNIHILATING_OPERANDS,
+    BINARY,
+    ELEMENTWISE,
+    Op,
+    apply_elementwise,
+)
+
+Value = Any  # float | np.ndarray | sp.csr_array
+
+
+def _dense(v: Value) -> Value:
+    return v.toarray() if sp.issparse(v) else v
+
+
+def _csr(data: np.ndarray, like: sp.csr_array) -> sp.csr_array:
+    return sp.csr_array((data, like.indices, like.indptr), shape=like.shape)
+
+
+def _coords(x: sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+    return rows, x.indices
+
+
+def _gather(v: Value, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> Value:
+    """Values of ``v`` broadcast to ``shape``, read at (rows, cols) only."""
+    if np.ndim(v) == 0:
+        return v
+    v = _dense(v)
+    return v[rows if v.shape[0] == shape[0] else 0, cols if v.shape[1] == shape[1] else 0]
+
+
+def _from_keys(keys: np.ndarray, data: np.ndarray, shape: tuple[int, int]) -> sp.csr_array:
+    """CSR from sorted linear indices (row * ncols + col)."""
+    rows, cols = np.divmod(keys, shape[1]) if shape[1] else (keys, keys)
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=shape[0]))))
+    return sp.csr_array((data, cols, indptr), shape=shape)
+
+
+def _keys(x: sp.csr_array) -> np.ndarray:
+    rows, cols = _coords(x)
+    return rows.astype(np.int64) * x.shape[1] + cols
+
+
+def _elementwise_dense_then_csr(node: Node, args: Sequence[Value]) -> sp.csr_array:
+    """General path for CSR results with broadcasting: compute densely, zero what annihilates."""
+    dense_args = [_dense(a) for a in args]
+    out = np.broadcast_to(apply_elementwise(node.op, *dense_args), node.shape).copy()
+    for k in ANNIHILATING_OPERANDS.get(node.op, ()):
+        if sp.issparse(args[k]):
+            out[np.broadcast_to(dense_args[k] == 0, node.shape)] = 0.0
+    return sp.csr_array(out)
+
+
+def _annihilating(node: Node, a: Value, b: Value) -> sp.csr_array:
+    shape = node.shape
+    if sp.issparse(a) and sp.issparse(b) and a.shape == b.shape == shape and node.op is Op.MUL:
+        keys, ia, ib = np.intersect1d(_keys(a), _keys(b), assume_unique=True, return_indices=True)
+        va, vb = a.data[ia], b.data[ib]
+        out = apply_elementwise(Op.MUL, va, vb)
+        out[(va == 0) | (vb == 0)] = 0.0
+        return _from_keys(keys, out, shape)
+    driver = 0 if sp.issparse(a) and a.shape == shape else 1
+    x = (a, b)[driver]
+    if not (sp.issparse(x) and x.shape == shape and driver in ANNIHILATING_OPERANDS[node.op]):
+        return _elementwise_dense_then_csr(node, (a, b))
+    rows, cols = _coords(x)
+    other = _gather((b, a)[driver], shape, rows, cols)
+    if sp.issparse(other):
+        other = _dense(other)
+    pair = (x.data, other) if driver == 0 else (other, x.data)
+    out = np.asarray(apply_elementwise(node.op, *pair), dtype=np.float64)
+    out = np.broadcast_to(out, x.data.shape).copy()
+    out[x.data == 0] = 0.0
+    if sp.issparse((b, a)[driver]) and 1 - driver in ANNIHILATING_OPERANDS[node.op]:
+        out[other == 0] = 0.0  # the other operand is sparse too: its zeros annihilate as well
+    return _csr(out, x)
+
+
+def _union(node: Node, a: sp.csr_array, b: sp.csr_array) -> sp.csr_array:
+    ka, kb = _keys(a), _keys(b)
+    keys = np.union1d(ka, kb)
+    va = np.zeros(len(keys))
+    vb = np.zeros(len(keys))
+    va[np.searchsorted(keys, ka)] = a.data
+    vb[np.searchsorted(keys, kb)] = b.data
+    return _from_keys(keys, apply_elementwise(node.op, va, vb), node.shape)
+
+
+def _elementwise(node: Node, args: Sequence[Value]) -> Value:
+    if node.meta.format is Format.DENSE:  # meta guarantees no CSR operand annihilates here
+        return apply_elementwise(node.op, *(_dense(a) for a in args))
+    if node.op in ANNIHILATING_OPERANDS:
+        return _annihilating(node, *args)
+    if len(args) == 1:
+        (x,) = args
+        return _csr(apply_elementwise(node.op, x.data), x)
+    a, b = args
+    if node.op in BINARY and sp.issparse(a) and sp.issparse(b) and a.shape == b.shape:
+        return _union(node, a, b)
+    if sp.issparse(a) and a.shape == node.shape and np.ndim(b) == 0:
+        return _csr(apply_elementwise(node.op, a.data, b), a)
+    if sp.issparse(b) and b.shape == node.shape and np.ndim(a) == 0:
+        return _csr(apply_elementwise(node.op, a, b.data), b)
+    return _elementwise_dense_then_csr(node, args)
+
+
+# -- aggregates -------------------------------------------------------------------------------
+def _safe_div(a: Value, b: Value) -> Value:
+    with np.errstate(all="ignore"):
+        return np.divide(a, b)
+
+
+def _csr_rowwise_extreme(x: sp.csr_array, ufunc: np.ufunc) -> np.ndarray:
+    counts = np.diff(x.indptr)
+    out = np.zeros(x.shape[0])
+    nonempty = counts > 0
+    if nonempty.any():
+        out[nonempty] = ufunc.reduceat(x.data, x.indptr[:-1][nonempty])
+    partial = nonempty & (counts < x.shape[1])  # rows with implicit zeros
+    out[partial] = ufunc(out[partial], 0.0)
+    return out
+
+
+def _csr_extreme(x: sp.csr_array, axis: int | None, ufunc: np.ufunc) -> Value:
+    if axis is None:
+        value = ufunc.reduce(x.data) if x.nnz else 0.0
+        return float(ufunc(value, 0.0) if 0 < x.nnz < x.shape[0] * x.shape[1] else value)
+    if axis == 0:
+        return _csr_rowwise_extreme(x.T.tocsr(), ufunc).reshape(1, -1)
+    return _csr_rowwise_extreme(x, ufunc).reshape(-1, 1)
+
+
+def _argmax_rows(x: Value) -> np.ndarray:
+    if not sp.issparse(x):
+        return np.argmax(x, axis=1).astype(np.float64).reshape(-1, 1)
+    # rows are densified in bounded blocks: argmax semantics (first max, NaN wins) stay numpy's
+    step = max(1, (1 << 22) // max(x.shape[1], 1))
+    parts = [np.argmax(x[i : i + step].toarray(), axis=1) for i in range(0, x.shape[0], step)]
+    out = np.concatenate(parts) if parts else np.zeros(0)
+    return out.astype(np.float64).reshape(-1, 1)
+
+
+def _aggregate(node: Node, x: Value) -> Value:
+    axis = node.attr("axis")
+    op = node.op
+    if op is Op.ARGMAX:
+        return _argmax_rows(x)
+    if op in (Op.SUM, Op.MEAN):
+        if axis is None:
+            total = x.sum()
+        elif sp.issparse(x):
+            total = np.asarray(x.sum(axis=axis)).reshape(node.shape)
+        else:
+            total = x.sum(axis=axis, keepdims=True)
+        if op is Op.MEAN:  # sum / count: an empty mean is NaN, like numpy, but silently
+            count = x.shape[0] * x.shape[1] if axis is None else x.shape[axis]
+            total = _safe_div(total, count)
+        return float(total) if axis is None else total
+    ufunc = np.minimum if op is Op.MIN else np.maximum
+    if sp.issparse(x):
+        return _csr_extreme(x, axis, ufunc)
+    result = ufunc.reduce(x, axis=axis, keepdims=axis is not None)
+    return float(result) if axis is None else result
+
+
+# -- linear algebra and structure --------------------------------------------------------------
+def _without_stored_zeros(x: Value) -> Value:
+    # scipy multiplies stored zeros (0 * inf = nan); our rule is that every zero of a CSR
+    # operand annihilates, stored or not
+    if sp.issparse(x) and x.nnz and not x.data.all():
+        x = x.copy()
+        x.eliminate_zeros()
+    return x
+
+
+def _matmul(node: Node, a: Value, b: Value) -> Value:
+    a, b = _without_stored_zeros(a), _without_stored_zeros(b)
+    if sp.issparse(a) and sp.issparse(b):
+        out = (a @ b).tocsr()
+        out.sort_indices()
+        return out
+    if sp.issparse(b):  # dense @ CSR via the transposed product scipy implements natively
+        return np.asarray((b.T @ a.T).T)
+    return np.asarray(a @ b)
+
+
+def _transpose(node: Node, x: Value) -> Value:
+    return x.T.tocsr() if sp.issparse(x) else x.T
+
+
+def _cols(node: Node, x: Value) -> Value:
+    return x[:, node.attr("start") : node.attr("stop")]
+
+
+def _hstack(node: Node, *xs: Value) -> Value:
+    if node.meta.format is Format.CSR:
+        return sp.hstack(xs, format="csr")
+    return np.hstack([_dense(x) for x in xs])
+
+
+_STRUCTURAL: dict[Op, Callable[..., Value]] = {
+    Op.MATMUL: _matmul,
+    Op.TRANSPOSE: _transpose,
+    Op.COLS: _cols,
+    Op.HSTACK: _hstack,
+}
+
+
+def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
+    """The value of ``node`` given the values of its inputs (leaves are bound by the caller)."""
+    if node.op is Op.CONST:
+        return node.attr("value")
+    with np.errstate(all="ignore"):
+        if node.op in ELEMENTWISE:
+            return _elementwise(node, args)
+        if node.op in AGGREGATE:
+            return _aggregate(node, args[0])
+        return _STRUCTURAL[node.op](node, *args)

@@ -1,0 +1,1 @@
+"""L4: plan selection policies and the cost model (a later issue)."""

@@ -1,0 +1,194 @@
+"""Hypothesis strategies for random, well-shaped expression trees (see ``oracle.py``) and their
+leaf data: dense and CSR leaves of random shapes and densities, including 1xN, Nx1 and zero-row
+matrices, all-zero data and NaN/inf values."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import strategies as st
+
+import fusedml as fm
+from tests.oracle import AGG, BINARY, UNARY
+
+DIMS = st.sampled_from([0, 1, 1, 2, 3, 3, 4, 5])
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+CONSTS = [0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, np.inf, np.nan]
+
+
+@st.composite
+def leaf_data(draw, shape, allow_sparse):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if shape == ():
+        return np.array(draw(st.sampled_from([*CONSTS, float(rng.normal())])))
+    kind = draw(st.sampled_from(["normal", "normal", "ints", "zeros", "special"]))
+    if kind == "normal":
+        values = rng.normal(size=shape) * draw(st.sampled_from([1.0, 1e-3, 1e3]))
+    elif kind == "ints":
+        values = rng.integers(-2, 3, size=shape).astype(np.float64)
+    elif kind == "zeros":
+        values = np.zeros(shape)
+    else:
+        values = rng.normal(size=shape)
+        mask = rng.random(shape) < 0.3
+        values[mask] = rng.choice(SPECIALS, size=int(mask.sum()))
+    if len(shape) == 2 and allow_sparse and draw(st.booleans()):
+        density = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+        values[rng.random(shape) >= density] = 0.0
+        csr = sp.csr_array(values)
+        if draw(st.booleans()):  # explicit stored zeros must behave like structural ones
+            csr.data[rng.random(csr.nnz) < 0.3] = 0.0
+        return csr
+    return values
+
+
+class Builder:
+    """Draws a tree and its leaves; leaves of equal shape are sometimes shared (CSE)."""
+
+    def __init__(self, draw, allow_sparse: bool):
+        self.draw = draw
+        self.allow_sparse = allow_sparse
+        self.leaves: list = []
+
+    def leaf(self, shape):
+        same = [k for k, v in enumerate(self.leaves) if np.shape(v) == shape]
+        if same and self.draw(st.integers(0, 3)) == 0:
+            return ("leaf", self.draw(st.sampled_from(same)))
+        if shape == () and self.draw(st.booleans()):
+            return ("const", self.draw(st.sampled_from(CONSTS)))
+        self.leaves.append(self.draw(leaf_data(shape, self.allow_sparse)))
+        return ("leaf", len(self.leaves) - 1)
+
+    def tree(self, shape, depth):
+        d = self.draw
+        if depth == 0:
+            return self.leaf(shape)
+        options = ["leaf", "un", "bin", "bin", "bin", "where", "matmul", "agg"]
+        if shape:
+            options += ["T", "hstack", "cols", "argmax"]
+        kind = d(st.sampled_from(options))
+        sub = depth - 1
+        if kind == "leaf":
+            return self.leaf(shape)
+        if kind == "un":
+            return ("un", d(st.sampled_from(sorted(UNARY))), self.tree(shape, sub))
+        if kind in ("bin", "where"):
+            n_ops = 2 if kind == "bin" else 3
+            shapes = [shape] + [
+                d(st.sampled_from(_broadcastable_to(shape))) for _ in range(1, n_ops)
+            ]
+            shapes = d(st.permutations(shapes))
+            args = [self.tree(s, sub) for s in shapes]
+            if kind == "bin":
+                return ("bin", d(st.sampled_from(sorted(BINARY))), *args)
+            return ("where", *args)
+        if kind == "matmul":
+            k = d(DIMS)
+            if shape == ():
+                return ("matmul", self.tree((k,), sub), self.tree((k,), sub))
+            if len(shape) == 1:
+                if d(st.booleans()):
+                    return ("matmul", self.tree((shape[0], k), sub), self.tree((k,), sub))
+                return ("matmul", self.tree((k,), sub), self.tree((k, shape[0]), sub))
+            return ("matmul", self.tree((shape[0], k), sub), self.tree((k, shape[1]), sub))
+        if kind == "T":
+            return ("T", self.tree(shape[::-1], sub))
+        if kind == "hstack":
+            n = shape[-1]
+            cut = d(st.integers(0, n))
+            parts = [(*shape[:-1], cut), (*shape[:-1], n - cut)]
+            return ("hstack", [self.tree(p, sub) for p in parts])
+        if kind == "cols":
+            if len(shape) == 1:
+                extra = d(st.integers(1, 3))
+                j = d(st.integers(-extra, extra - 1))
+                return ("cols", j, self.tree((shape[0], extra), sub))
+            extra = d(st.integers(0, 2))
+            start = d(st.integers(0, extra))
+            key = slice(start, start + shape[1])
+            return ("cols", key, self.tree((shape[0], shape[1] + extra), sub))
+        if kind == "argmax":
+            if len(shape) == 1:
+                axis, keepdims, k = d(st.sampled_from([0, 1])), False, d(DIMS.filter(bool))
+                src = (shape[0], k) if axis == 1 else (k, shape[0])
+                return ("argmax", axis, keepdims, self.tree(src, sub))
+            if shape[1] == 1:
+                return ("argmax", 1, True, self.tree((shape[0], d(DIMS.filter(bool))), sub))
+            if shape[0] == 1:
+                return ("argmax", 0, True, self.tree((d(DIMS.filter(bool)), shape[1]), sub))
+            return self.leaf(shape)
+        return self._aggregate(shape, sub)
+
+    def _aggregate(self, shape, sub):
+        d = self.draw
+        name = d(st.sampled_from(sorted(AGG)))
+        if shape == ():
+            src = d(st.sampled_from([(d(DIMS), d(DIMS)), (d(DIMS),)]))
+            axis, keepdims = None, False
+        elif len(shape) == 1:
+            axis, keepdims = d(st.sampled_from([0, 1])), False
+            src = (shape[0], d(DIMS)) if axis == 1 else (d(DIMS), shape[0])
+        elif shape == (1, 1) and d(st.booleans()):
+            src, axis, keepdims = (d(DIMS), d(DIMS)), None, True
+        elif shape[1] == 1:
+            src, axis, keepdims = (shape[0], d(DIMS)), 1, True
+        elif shape[0] == 1:
+            src, axis, keepdims = (d(DIMS), shape[1]), 0, True
+        else:
+            return self.leaf(shape)
+        reduced = int(np.prod(src)) if axis is None else src[axis]
+        if name in ("min", "max") and reduced == 0:
+            name = "sum"  # numpy raises for an empty min/max; tests of that error live elsewhere
+        return ("agg", name, axis, keepdims, self.tree(src, sub))
+
+
+def _broadcastable_to(shape):
+    if shape == ():
+        return [()]
+    if len(shape) == 1:
+        return [shape, (1,), ()]
+    m, n = shape
+    return [shape, (1, n), (m, 1), (n,), (1, 1), ()]
+
+
+@st.composite
+def expressions(draw, max_depth=6, allow_sparse=True):
+    builder = Builder(draw, allow_sparse)
+    shape = draw(st.sampled_from([(), (DIMS,), (DIMS, DIMS)]))
+    shape = tuple(draw(s) for s in shape)
+    depth = draw(st.integers(1, max_depth))
+    return builder.tree(shape, depth), builder.leaves
+
+
+def build(tree, fm_leaves):
+    """The same tree through fusedml's public API (operators and fm functions mixed)."""
+    kind = tree[0]
+    if kind == "leaf":
+        return fm_leaves[tree[1]]
+    if kind == "const":
+        return float(tree[1])
+    if kind == "un":
+        return getattr(fm, tree[1])(build(tree[2], fm_leaves))
+    if kind == "bin":
+        a, b = build(tree[2], fm_leaves), build(tree[3], fm_leaves)
+        operator = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__"}.get(tree[1])
+        if operator and isinstance(a, fm.Expr):
+            return getattr(a, operator)(b)
+        return getattr(fm, tree[1])(a, b)
+    if kind == "where":
+        return fm.where(*(build(t, fm_leaves) for t in tree[1:]))
+    if kind == "matmul":
+        return build(tree[1], fm_leaves) @ build(tree[2], fm_leaves)
+    if kind == "T":
+        return build(tree[1], fm_leaves).T
+    if kind == "agg":
+        _, name, axis, keepdims, sub = tree
+        return getattr(fm, name)(build(sub, fm_leaves), axis=axis, keepdims=keepdims)
+    if kind == "argmax":
+        _, axis, keepdims, sub = tree
+        return fm.argmax(build(sub, fm_leaves), axis=axis, keepdims=keepdims)
+    if kind == "cols":
+        return build(tree[2], fm_leaves)[:, tree[1]]
+    if kind == "hstack":
+        return fm.hstack([build(t, fm_leaves) for t in tree[1]])
+    raise ValueError(kind)

@@ -1,0 +1,103 @@
+"""fm.jit traces once per input signature and binds new values on every call."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fusedml as fm
+
+
+def l2svm_step(X, y, w, lam):
+    out = 1 - y * (X @ w)
+    return fm.sum(out * out), X.T @ (out * y) - lam * w
+
+
+def numpy_step(X, y, w, lam):
+    out = 1 - y * (X @ w)
+    return np.sum(out * out), X.T @ (out * y) - lam * w
+
+
+def test_hundred_calls_same_shapes_trace_once(fresh_stats):
+    step = fm.jit(fusion="none")(l2svm_step)
+    rng = np.random.default_rng(0)
+    for i in range(100):
+        X, y, w = rng.normal(size=(30, 4)), np.sign(rng.normal(size=30)), rng.normal(size=4)
+        lam = float(i) / 10  # a new runtime scalar every call: must not retrace
+        loss, grad = step(X, y, w, lam)
+        want_loss, want_grad = numpy_step(X, y, w, lam)
+        assert loss == pytest.approx(want_loss, rel=1e-12)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+    counters = fresh_stats()
+    assert counters["traces"] == 1
+    assert counters["trace_cache_hits"] == 99
+    assert counters["plans_optimized"] == 1
+
+
+def test_new_shape_or_sparse_input_retraces(fresh_stats):
+    step = fm.jit(fusion="none")(l2svm_step)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 3))
+    y, w = np.ones(20), np.ones(3)
+    step(X, y, w, 0.5)
+    step(rng.normal(size=(25, 3)), np.ones(25), w, 0.5)  # new shape
+    Xs = sp.random(20, 3, density=0.3, format="csr", random_state=2)
+    loss, grad = step(Xs, y, w, 0.5)  # sparse input
+    step(sp.random(20, 3, density=0.3, format="csr", random_state=3), y, w, 0.5)  # same again
+    assert fresh_stats()["traces"] == 3
+    want_loss, want_grad = numpy_step(Xs.toarray(), y, w, 0.5)
+    assert loss == pytest.approx(want_loss)
+    np.testing.assert_allclose(grad, want_grad)
+
+
+def test_sparsity_decade_is_part_of_the_signature(fresh_stats):
+    step = fm.jit(fusion="none")(lambda X: fm.sum(X * X))
+    step(sp.random(100, 100, density=0.3, format="csr", random_state=0))
+    step(sp.random(100, 100, density=0.001, format="csr", random_state=0))
+    assert fresh_stats()["traces"] == 2
+
+
+def test_static_arguments_are_baked_in_by_value(fresh_stats):
+    @fm.jit(fusion="none", static_argnames=("k",))
+    def first_cols(X, k):
+        return fm.sum(X[:, :k], axis=1)
+
+    X = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(first_cols(X, 2), X[:, :2].sum(axis=1))
+    np.testing.assert_array_equal(first_cols(X, k=3), X[:, :3].sum(axis=1))
+    np.testing.assert_array_equal(first_cols(X, 2), X[:, :2].sum(axis=1))
+    assert fresh_stats()["traces"] == 2
+
+
+def test_closed_over_data_and_constant_outputs():
+    C = np.arange(6.0).reshape(3, 2)
+
+    @fm.jit(fusion="none")
+    def g(X):
+        return X + fm.matrix(C), 2.5
+
+    out, two_and_half = g(np.ones((3, 2)))
+    np.testing.assert_array_equal(out, 1 + C)
+    assert two_and_half == 2.5
+
+
+def test_explain_and_modes_per_call(fresh_stats):
+    step = fm.jit(l2svm_step)
+    args = (np.ones((5, 2)), np.ones(5), np.ones(2), 0.1)
+    with fm.config(fusion="none"):
+        plan = step.explain(*args)
+        step(*args)
+    assert isinstance(plan, fm.Plan) and plan.fusion == "none"
+    assert "matmul" in str(plan)
+    assert fresh_stats()["traces"] == 1
+
+
+def test_jit_rejects_lazy_arguments_and_bad_modes():
+    step = fm.jit(fusion="none")(l2svm_step)
+    with pytest.raises(TypeError, match="argument 'lam': unsupported dtype object"):
+        step(np.ones((2, 2)), np.ones(2), np.ones(2), {"lam": 0.1})
+    with pytest.raises(TypeError, match="concrete arrays"):
+        step(fm.matrix(np.ones((2, 2))), np.ones(2), np.ones(2), 0.1)
+    with pytest.raises(ValueError, match="unknown fusion mode"):
+        fm.jit(fusion="fastest")(l2svm_step)
+    with pytest.raises(ValueError, match="static_argnames"):
+        fm.jit(static_argnames=("nope",))(l2svm_step)

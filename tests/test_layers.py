@@ -1,0 +1,32 @@
+"""Layering that import-linter cannot see: algorithms/ and datasets/ (mapped into the package with
+package-dir) use fusedml's public API only, and the engine never imports them (but the CLI)."""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def imports_of(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+def test_algorithms_and_datasets_use_only_the_public_api():
+    for folder, own in (("algorithms", "fusedml.algorithms"), ("datasets", "fusedml.datasets")):
+        for path in (ROOT / folder).rglob("*.py"):
+            for name in imports_of(path):
+                if name.startswith("fusedml"):
+                    assert name == "fusedml" or name.startswith(own), f"{path}: imports {name}"
+
+
+def test_engine_does_not_import_algorithms_or_datasets():
+    for path in (ROOT / "fusedml").rglob("*.py"):
+        if path.name == "cli.py":
+            continue
+        for name in imports_of(path):
+            assert not name.startswith(("fusedml.algorithms", "fusedml.datasets")), path
