@@ -43,11 +43,13 @@ def _mmchain_data(rows, fmt, seed):
 
 
 def _outer_data(rows, fmt, seed):
-    cols, rank = max(rows // 4, 1), 10
+    # unfused evaluation materializes the dense m x n product U @ V.T: keep it at rows**2 / 400
+    # cells (25M for 100k rows), a 10th of the rows by a 40th
+    m, n, rank = max(rows // 10, 1), max(rows // 40, 1), 10
     return {
-        "W": sparse_matrix(rows, cols, 0.01, seed),
-        "U": dense_matrix(rows, rank, seed + 1),
-        "V": dense_matrix(cols, rank, seed + 2),
+        "W": sparse_matrix(m, n, 0.01, seed),
+        "U": dense_matrix(m, rank, seed + 1),
+        "V": dense_matrix(n, rank, seed + 2),
     }
 
 

@@ -8,6 +8,7 @@ look at each one. Later stages (explore, select, cplan, codegen) slot in before 
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import warnings
@@ -30,6 +31,15 @@ IMPLEMENTED_MODES = frozenset({"none"})
 
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_stacklevel() -> int:
+    """stacklevel of the first frame outside fusedml/, so warnings point at the user's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def resolve_fusion(fusion: str | None) -> tuple[str, str]:
@@ -45,7 +55,7 @@ def resolve_fusion(fusion: str | None) -> tuple[str, str]:
             f"fusion={requested!r} is not implemented yet; running operator at a time "
             "(fusion='none'). Results are the same; speed is not.",
             FusionModeWarning,
-            stacklevel=3,
+            stacklevel=_caller_stacklevel(),
         )
     return requested, "none"
 
