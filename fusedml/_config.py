@@ -38,16 +38,41 @@ def _default_cache_dir() -> str:
     return os.path.join(base, "fusedml")
 
 
+COST_FIELDS = (
+    "read_bandwidth_bytes_per_s",
+    "write_bandwidth_bytes_per_s",
+    "flops_per_s",
+    "dispatch_s",
+    "compile_s",
+    "compile_amortization_calls",
+)
+
+
 @dataclass(frozen=True)
 class Config:
     fusion: str = DEFAULT_FUSION
     debug: int = 0
     cache_dir: str = ""
+    # cost-model constants; None = calibrated value or documented default (select/constants.py)
+    read_bandwidth_bytes_per_s: float | None = None
+    write_bandwidth_bytes_per_s: float | None = None
+    flops_per_s: float | None = None
+    dispatch_s: float | None = None
+    compile_s: float | None = None
+    compile_amortization_calls: float | None = None
 
     def __post_init__(self) -> None:
         check_fusion_mode(self.fusion)
         if not isinstance(self.debug, int) or self.debug < 0:
             raise ValueError(f"debug must be a non-negative int, got {self.debug!r}")
+        for name in COST_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and value >= 0):
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+
+    @property
+    def cost_overrides(self) -> dict[str, float | None]:
+        return {name: getattr(self, name) for name in COST_FIELDS}
 
 
 def _from_env() -> Config:

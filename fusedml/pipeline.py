@@ -1,9 +1,10 @@
 """The optimizer pipeline as a straight line of named stages.
 
-    trace -> dag -> rewrite -> plan -> execute
+    dag -> rewrite -> explore (memo) -> select -> cplan -> plan -> execute
 
 ``optimize_until(outputs, stage)`` returns the artifact of any stage, so tests and ``explain`` can
-look at each one. Later stages (explore, select, cplan, codegen) slot in before ``plan``.
+look at each one. Debug levels (``FUSEDML_DEBUG`` or ``fm.config(debug=...)``): 1 verifies DAGs and
+prints per-stage timings, 2 also prints the plan, 3 also the memo before and after selection.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,16 +20,23 @@ from typing import Any
 from fusedml import _stats
 from fusedml._config import check_fusion_mode, get_config
 from fusedml._errors import FusionModeWarning
-from fusedml.cplan.plan import Plan
+from fusedml.cplan.cplan import construct
+from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.fusion.explore import explore
+from fusedml.fusion.memo import MemoTable
 from fusedml.ir.dag import Dag
 from fusedml.ir.frontend import Expr, as_expr
 from fusedml.ir.node import Node
+from fusedml.ir.ops import LEAF
 from fusedml.ir.verify import verify
 from fusedml.rewrite.driver import rewrite
 from fusedml.runtime.executor import execute, to_user
+from fusedml.select.constants import current_constants
+from fusedml.select.cost import CostModel
+from fusedml.select.policies import POLICIES, SelectionResult
 
-STAGES = ("dag", "rewrite", "plan")
-IMPLEMENTED_MODES = frozenset({"none"})
+STAGES = ("dag", "rewrite", "explore", "select", "cplan", "plan")
+IMPLEMENTED_MODES = frozenset({"none", *POLICIES})
 
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
@@ -69,26 +78,94 @@ def as_dag(outputs: Any) -> Dag:
     return Dag(roots)
 
 
+def cost_model() -> CostModel:
+    # no kernel is cached until code generation lands: every fused operator is a compile
+    return CostModel(current_constants())
+
+
+class _Stages:
+    """Runs the stages in order, timing each and printing what the debug level asks for."""
+
+    def __init__(self) -> None:
+        self.debug = get_config().debug
+
+    def run(self, name: str, fn, *args):
+        start = time.perf_counter()
+        with _stats.timed(name):
+            result = fn(*args)
+        if self.debug >= 1:
+            print(
+                f"[fusedml] {name}: {(time.perf_counter() - start) * 1e3:.3f} ms", file=sys.stderr
+            )
+        return result
+
+    def show(self, level: int, title: str, text: object) -> None:
+        if self.debug >= level:
+            print(f"[fusedml] {title}:\n{text}", file=sys.stderr)
+
+
+def _select(memo: MemoTable, effective: str, model: CostModel) -> SelectionResult | None:
+    if effective == "none":
+        return None
+    return POLICIES[effective](memo, model)
+
+
+def _fused_ops(result: SelectionResult | None, model: CostModel) -> tuple[FusedOp, ...]:
+    if result is None:
+        return ()
+    return tuple(
+        FusedOp(op.type.label, op.roots, op.nodes, construct(op), model.operator(op))
+        for op in result.selection.operators
+    )
+
+
 def optimize_until(outputs: Any, stage: str = "plan", fusion: str | None = None) -> Any:
     """The artifact of ``stage`` (one of ``STAGES``) for ``outputs`` (Exprs, nodes or a Dag)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    with _stats.timed("dag"):
-        dag = as_dag(outputs)
+    stages = _Stages()
+    dag = stages.run("dag", as_dag, outputs)
     if stage == "dag":
         return dag
-    with _stats.timed("rewrite"):
-        dag = rewrite(dag)
-    if get_config().debug >= 1:
+    dag = stages.run("rewrite", rewrite, dag)
+    if stages.debug >= 1:
         verify(dag)
     if stage == "rewrite":
         return dag
     requested, effective = resolve_fusion(fusion)
-    plan = Plan(dag, requested, effective)
+    memo = stages.run("explore", explore, dag)
+    stages.show(3, "memo after exploration", memo)
+    if stage == "explore":
+        return memo
+    model = cost_model()
+    result = stages.run("select", _select, memo, effective, model)
+    if result is not None:
+        stages.show(3, f"selected ({effective})", _describe_selection(result))
+        _stats.bump("plans_costed", result.stats.plans_costed)
+    if stage == "select":
+        return result
+    operators = stages.run("cplan", _fused_ops, result, model)
+    if stage == "cplan":
+        return operators
+    if result is None:
+        unfused = tuple(n for n in dag.nodes if n.op not in LEAF)
+        cost = sum(model.unfused(n) for n in unfused)
+    else:
+        unfused, cost = tuple(result.selection.unfused), result.cost_s
+    search = result.stats.as_dict() if result is not None and effective == "cost_based" else {}
+    plan = Plan(dag, requested, effective, operators, unfused, cost, search)
     _stats.bump("plans_optimized")
-    if get_config().debug >= 2:
-        print(f"[fusedml] {plan}", file=sys.stderr)
+    stages.show(2, "plan", plan)
     return plan
+
+
+def _describe_selection(result: SelectionResult) -> str:
+    lines = [
+        f"{op.type.name} roots={[r.id for r in op.roots]} nodes={sorted(n.id for n in op.nodes)}"
+        for op in result.selection.operators
+    ]
+    lines.append(f"unfused={[n.id for n in result.selection.unfused]} cost={result.cost_s:.3g}s")
+    return "\n".join(lines)
 
 
 def run(plan: Plan, bindings: Mapping[Node, Any]) -> list[Any]:

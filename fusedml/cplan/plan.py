@@ -1,27 +1,52 @@
-"""The selected plan of one DAG: which fused operators run, over the (rewritten) DAG.
-
-Until the optimizer lands every mode executes operator at a time, so ``operators`` is empty and the
-plan is the rewritten DAG itself.
-"""
+"""The selected plan of one DAG: fused operators (with their CPlans) plus unfused nodes, in the
+order they run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from fusedml.cplan.cplan import CPlan
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FusedOp:
-    """One fused operator: a template instance covering ``nodes``, reading ``inputs``."""
+    """One fused operator: a template instance computing ``roots`` from ``inputs``."""
 
     template: str  # "cell" | "row" | "magg" | "outer"
-    root: Node
-    inputs: tuple[Node, ...]
-    nodes: tuple[Node, ...]
-    aggregation: str = "none"
-    estimated_cost_s: float = 0.0
+    roots: tuple[Node, ...]
+    nodes: frozenset[Node]  # the DAG nodes it covers
+    cplan: CPlan
+    estimated_cost_s: float
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return self.cplan.inputs
+
+    @property
+    def main_input(self) -> Node:
+        return self.cplan.main_input
+
+    @property
+    def aggregation(self) -> str:
+        return self.cplan.kind
+
+    def describe(self) -> str:
+        roots = ",".join(f"%{r.id}" for r in self.roots)
+        ins = ", ".join(f"%{i.id}" for i in self.inputs)
+        aggs = [a for a in self.cplan.aggregations if a]
+        agg = f" {'/'.join(aggs)}" if aggs else ""
+        safe = " sparse-safe" if self.cplan.sparse_safe else ""
+        return (
+            f"{self.template.upper()}[{self.cplan.kind}{agg}{safe}] -> {roots} "
+            f"<- main %{self.main_input.id}; inputs [{ins}]; covers {len(self.nodes)} node(s); "
+            f"cost~{self.estimated_cost_s * 1e3:.3g} ms"
+        )
+
+
+Step = FusedOp | Node  # a fused operator, or one node computed on its own
 
 
 @dataclass(frozen=True)
@@ -29,17 +54,51 @@ class Plan:
     dag: Dag
     fusion: str  # the mode asked for
     effective_fusion: str  # the mode that runs (differs while a mode is not implemented)
-    operators: tuple[FusedOp, ...] = field(default=())
+    operators: tuple[FusedOp, ...] = ()
+    unfused: tuple[Node, ...] = ()
+    estimated_cost_s: float = 0.0
+    search: dict[str, Any] = field(default_factory=dict)  # cost-based search statistics
+
+    @property
+    def schedule(self) -> tuple[Step, ...]:
+        """Steps in dependency order; each step placed where its last root falls in the DAG."""
+        position = {n: k for k, n in enumerate(self.dag.nodes)}
+        steps: list[tuple[int, int, Step]] = [
+            (max(position[r] for r in op.roots), k, op) for k, op in enumerate(self.operators)
+        ]
+        steps += [(position[n], -1, n) for n in self.unfused]
+        return tuple(step for _, _, step in sorted(steps, key=lambda s: (s[0], s[1])))
 
     def __str__(self) -> str:
         head = f"Plan(fusion={self.fusion!r}"
         if self.effective_fusion != self.fusion:
             head += f", runs as {self.effective_fusion!r}"
-        head += f", {len(self.operators)} fused operator(s), {len(self.dag)} node(s))"
-        ops = [
-            f"  {op.template.upper()} %{op.root.id} agg={op.aggregation} "
-            f"inputs=[{', '.join(f'%{i.id}' for i in op.inputs)}] "
-            f"cost~{op.estimated_cost_s:.3g}s"
-            for op in self.operators
-        ]
-        return "\n".join([head, *ops, str(self.dag)])
+        head += (
+            f", {len(self.operators)} fused operator(s), {len(self.dag)} node(s), "
+            f"estimated {self.estimated_cost_s * 1e3:.3g} ms)"
+        )
+        lines = [head]
+        lines += [f"  {op.describe()}" for op in self.operators]
+        if self.search:
+            lines.append("  search: " + ", ".join(f"{k}={v}" for k, v in self.search.items()))
+        lines.append(str(self.dag))
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """Graphviz source: the DAG, each fused operator drawn as a cluster around its nodes."""
+        lines = ["digraph plan {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+        owner: dict[Node, int] = {}
+        for k, op in enumerate(self.operators):
+            lines.append(f"  subgraph cluster_{k} {{")
+            lines.append(f'    label="{op.template.upper()} {op.cplan.kind}"; style=rounded;')
+            for n in sorted(op.nodes, key=lambda n: n.id):
+                if n not in owner:
+                    owner[n] = k
+                    lines.append(f"    n{n.id};")
+            lines.append("  }")
+        for n in self.dag.nodes:
+            label = n.attr("name") if n.attr("name") is not None else n.op.value
+            lines.append(f'  n{n.id} [label="%{n.id} {label}\\n{n.meta.describe()}"];')
+            lines += [f"  n{i.id} -> n{n.id};" for i in n.inputs]
+        lines.append("}")
+        return "\n".join(lines)

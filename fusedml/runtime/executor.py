@@ -1,16 +1,20 @@
-"""Runs a plan: every node in topological order, each intermediate freed after its last use."""
+"""Runs a plan: its steps in order (fused operators and single nodes), each intermediate freed
+after its last use. Until code generation lands, a fused operator runs its CPlan body through the
+reference interpreter, so every fusion mode computes the reference's numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from fusedml import _stats
-from fusedml.cplan.plan import Plan
+from fusedml.cplan.plan import FusedOp, Plan
 from fusedml.formats import Format
+from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 from fusedml.runtime.reference import Value, evaluate_node
@@ -46,29 +50,68 @@ def _check_result(node: Node, value: Value) -> None:
         )
 
 
+def evaluate_dag(dag: Dag, values: dict[Node, Value]) -> list[Value]:
+    """Reference values of ``dag.roots``; ``values`` holds the leaves (and is extended)."""
+    remaining = {n: len(c) for n, c in dag.consumers.items()}
+    keep = set(dag.roots)
+    for node in dag.nodes:
+        if node in values:
+            continue
+        if node.op is Op.DATA:
+            raise BindingError(f"no value bound to input {node.attr('name')!r}")
+        value = evaluate_node(node, [values[i] for i in node.inputs])
+        _check_result(node, value)
+        values[node] = value
+        for child in node.inputs:
+            remaining[child] -= 1
+            if remaining[child] == 0 and child not in keep:
+                values.pop(child, None)
+    return [values[r] for r in dag.roots]
+
+
+def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
+    cplan = op.cplan
+    bound = {param: values[node] for param, node in zip(cplan.params, cplan.inputs, strict=True)}
+    _stats.bump("fused_ops_executed")
+    return evaluate_dag(cplan.body, bound)
+
+
 def execute(plan: Plan, bindings: Mapping[Node, Value]) -> list[Value]:
     """Values of ``plan.dag.roots`` (IR form) for the given leaf values."""
     dag = plan.dag
-    remaining = {n: len(c) for n, c in dag.consumers.items()}
+    steps = plan.schedule
+    uses: Counter[Node] = Counter()
+    for step in steps:
+        uses.update(step.inputs)
     keep = set(dag.roots)
     values: dict[Node, Value] = {}
     with _stats.timed("execute"):
+        for leaf in dag.leaves:
+            try:
+                value = bindings[leaf]
+            except KeyError:
+                raise BindingError(f"no value bound to input {leaf.attr('name')!r}") from None
+            _check_binding(leaf, value)
+            values[leaf] = value
         for node in dag.nodes:
-            if node.op is Op.DATA:
-                try:
-                    value = bindings[node]
-                except KeyError:
-                    raise BindingError(f"no value bound to input {node.attr('name')!r}") from None
-                _check_binding(node, value)
+            if node.op is Op.CONST:
+                values[node] = node.attr("value")
+        for step in steps:
+            if isinstance(step, FusedOp):
+                outputs = _run_fused(step, values)
+                for root, value in zip(step.roots, outputs, strict=True):
+                    _check_result(root, value)
+                    values[root] = value
+                inputs: Sequence[Node] = step.inputs
             else:
-                value = evaluate_node(node, [values[i] for i in node.inputs])
-                _check_result(node, value)
+                values[step] = evaluate_node(step, [values[i] for i in step.inputs])
+                _check_result(step, values[step])
                 _stats.bump("ops_executed")
-            values[node] = value
-            for child in node.inputs:
-                remaining[child] -= 1
-                if remaining[child] == 0 and child not in keep:
-                    del values[child]
+                inputs = step.inputs
+            for child in inputs:
+                uses[child] -= 1
+                if uses[child] == 0 and child not in keep:
+                    values.pop(child, None)
     return [values[r] for r in dag.roots]
 
 

@@ -1,0 +1,72 @@
+"""Iteration bodies of the paper's algorithms (reference/paper.md section 5) as ``fm.jit``
+functions, with data makers: the optimizer's realistic workloads for tests and benchmarks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import fusedml as fm
+
+# Abramowitz & Stegun 7.1.26: erf(x) ~ 1 - t*(a1 + t*(a2 + ...)) * exp(-x^2), t = 1/(1 + p x)
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def glm_binomial_probit_step(X, y, beta, p, lam):
+    """One Fisher-scoring iteration of a binomial-probit GLM: log-likelihood, gradient and one
+    Hessian-vector product of the inner CG (glm_dist's long cellwise chain, then mmchains)."""
+    eta = X @ beta
+    z = eta / math.sqrt(2.0)
+    t = 1.0 / (1.0 + _AS_P * fm.abs(z))
+    a1, a2, a3, a4, a5 = _AS_A
+    poly = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))))
+    erf_abs = 1.0 - poly * fm.exp(-z * z)
+    cdf = 0.5 * (1.0 + fm.sign(z) * erf_abs)  # Phi(eta)
+    pdf = fm.exp(-0.5 * eta * eta) / math.sqrt(2.0 * math.pi)  # phi(eta)
+    var = cdf * (1.0 - cdf)
+    g_y = (y - cdf) * pdf / var
+    w = pdf * pdf / var
+    loglik = fm.sum(y * fm.log(cdf) + (1.0 - y) * fm.log(1.0 - cdf))
+    grad = lam * beta - X.T @ g_y
+    hess_p = X.T @ (w * (X @ p)) + lam * p
+    return loglik, grad, hess_p
+
+
+def mlogreg_step(X, Y, B, V, lam):
+    """One trust-region Newton iteration of multinomial logistic regression (K non-baseline
+    classes): objective, gradient and the inner CG's Hessian-vector product."""
+    LT = X @ B
+    shift = fm.maximum(fm.max(LT, axis=1, keepdims=True), 0.0)  # the baseline's logit is 0
+    E = fm.exp(LT - shift)
+    denom = fm.sum(E, axis=1, keepdims=True) + fm.exp(-shift)
+    P = E / denom
+    obj = fm.sum(fm.log(denom) + shift) - fm.sum(Y * LT) + 0.5 * lam * fm.sum(B * B)
+    grad = X.T @ (P - Y) + lam * B
+    Q = P * (X @ V)
+    hess_v = X.T @ (Q - P * fm.sum(Q, axis=1, keepdims=True)) + lam * V
+    return obj, grad, hess_v
+
+
+def glm_data(rows: int, cols: int = 10, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, cols))
+    y = (rng.random(rows) < 0.5).astype(float)
+    return X, y, rng.standard_normal(cols) * 0.1, rng.standard_normal(cols), 1e-3
+
+
+def mlogreg_data(rows: int, cols: int = 10, classes: int = 3, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, cols))
+    labels = rng.integers(0, classes + 1, rows)
+    Y = (labels[:, None] == np.arange(classes)).astype(float)
+    B = rng.standard_normal((cols, classes)) * 0.1
+    V = rng.standard_normal((cols, classes))
+    return X, Y, B, V, 1e-3
+
+
+BODIES = {
+    "glm_binomial_probit": (glm_binomial_probit_step, glm_data),
+    "mlogreg": (mlogreg_step, mlogreg_data),
+}

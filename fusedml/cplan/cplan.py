@@ -1,0 +1,125 @@
+"""CPlans: the fused-operator IR handed to code generation.
+
+A CPlan is one selected operator in canonical form: its template and kind (aggregation / row /
+outer type), its materialized inputs ordered main input first, and its body, the covered nodes
+rebuilt over placeholder leaves named ``a`` (main input), ``b0, b1, ...`` (side matrices) and
+``s0, s1, ...`` (runtime scalars). Rebuilding through the hash-consing constructor makes common
+subexpressions one node (CSE), and a small rule table cleans the body up (``x**2 -> x*x``,
+``x*2 -> x+x``). ``key`` identifies the kernel: equal keys, one compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from fusedml.formats import Format
+from fusedml.fusion.templates import TemplateType, column_aggregation, outer_product
+from fusedml.ir.build import data, make, rebuild
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.ir.ops import AGGREGATE, Op
+from fusedml.rewrite.driver import rewrite
+from fusedml.rewrite.pattern import P, any_node, const_value
+from fusedml.rewrite.rules import Rule
+from fusedml.select.candidates import Candidate
+from fusedml.select.cost import sparse_driver
+
+_X = any_node("x")
+CLEANUP: tuple[Rule, ...] = (
+    Rule("x ** 2 -> x * x", P(Op.POW, _X, const_value(2.0)), lambda n, x: make(Op.MUL, (x, x))),
+    Rule("x * 2 -> x + x", P(Op.MUL, _X, const_value(2.0)), lambda n, x: make(Op.ADD, (x, x))),
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CPlan:
+    template: TemplateType
+    kind: str  # e.g. "full_agg", "row_agg", "col_agg", "no_agg", "col_agg_t", "left", "right"
+    aggregations: tuple[str | None, ...]  # per output: "sum", "min", "max", "mean" or None
+    inputs: tuple[Node, ...]  # materialized inputs, main input first
+    params: tuple[Node, ...]  # the placeholder leaf standing for each input in the body
+    body: Dag  # covered nodes over placeholders, one root per output
+    sparse_safe: bool  # only the main input's non-zeros contribute
+
+    @property
+    def main_input(self) -> Node:
+        return self.inputs[0]
+
+    @property
+    def key(self) -> Hashable:
+        """Kernel identity: template, kind and body structure; no data, no float literal values."""
+        ids = {n: k for k, n in enumerate(self.body.nodes)}
+
+        def shape_free(n: Node) -> tuple:
+            if n.op is Op.DATA:
+                return (n.op, n.attr("name"), n.meta.format, n.meta.is_scalar)
+            if n.op is Op.CONST:
+                return (n.op,)
+            return (n.op, n.attrs, tuple(ids[i] for i in n.inputs))
+
+        roots = tuple(ids[r] for r in self.body.roots)
+        return (self.template, self.kind, tuple(map(shape_free, self.body.nodes)), roots)
+
+
+def _kind(op: Candidate) -> str:
+    root = op.roots[0]
+    t = op.type
+    if t is TemplateType.MAGG:
+        return "full_agg"
+    if t is TemplateType.OUTER:
+        if root.op in AGGREGATE:
+            return "agg"
+        if root.op is Op.MATMUL:
+            return "left" if root.inputs[0].op is Op.TRANSPOSE else "right"
+        if root.op is Op.TRANSPOSE:
+            return "left"
+        return "cellwise"
+    if t is TemplateType.ROW and column_aggregation(root):
+        return "col_agg_t"
+    if root.op in AGGREGATE:
+        return {None: "full_agg", 0: "col_agg", 1: "row_agg"}[root.attr("axis")]
+    if t is TemplateType.ROW and root.op is Op.MATMUL:
+        return "no_agg_b1"
+    return "no_agg"
+
+
+def _main_input(op: Candidate) -> Node:
+    driver = sparse_driver(op)
+    if driver is not None:
+        return driver
+    matrices = [i for i in op.inputs if not i.meta.is_scalar]
+    if op.type is TemplateType.OUTER:
+        factors = {n.inputs[0] for n in op.nodes if outer_product(n)}
+        matrices = [m for m in matrices if m not in factors] or matrices
+    if op.type is TemplateType.ROW:
+        rows = max(i.meta.rows for i in matrices)
+        return max((i for i in matrices if i.meta.rows == rows), key=lambda i: i.meta.cols)
+    # the largest input; ties go to the sparsest
+    return min(matrices, key=lambda i: (-i.meta.cells, i.meta.nnz))
+
+
+def construct(op: Candidate) -> CPlan:
+    main = _main_input(op)
+    sides = [i for i in op.inputs if i is not main]
+    placeholders: dict[Node, Node] = {main: data("a", main.shape, main.meta.format, main.meta.nnz)}
+    n_matrix = n_scalar = 0
+    for i in sides:
+        if i.meta.is_scalar:
+            name, n_scalar = f"s{n_scalar}", n_scalar + 1
+        else:
+            name, n_matrix = f"b{n_matrix}", n_matrix + 1
+        placeholders[i] = data(name, i.shape, i.meta.format, i.meta.nnz)
+    mapped = dict(placeholders)  # literals are not inputs: they map to themselves
+    for node in Dag(op.roots).nodes:
+        if node in op.nodes:
+            mapped[node] = rebuild(node, tuple(mapped.get(i, i) for i in node.inputs))
+    body = rewrite(Dag(mapped[r] for r in op.roots), CLEANUP)
+    aggregations = tuple(r.op.value if r.op in AGGREGATE else None for r in op.roots)
+    bodies = [r.inputs[0] if r.op in AGGREGATE else r for r in body.roots]
+    sparse_safe = main.meta.format is Format.CSR and all(
+        b.meta.format is Format.CSR for b in bodies
+    )
+    inputs = (main, *sides)
+    params = tuple(placeholders[i] for i in inputs)
+    return CPlan(op.type, _kind(op), aggregations, inputs, params, body, sparse_safe)

@@ -1,0 +1,211 @@
+"""From a memo table and a set of cut edges to concrete fused operators (fuse-all style).
+
+All three policies construct plans here; they differ only in which (consumer, producer) edges they
+cut, i.e. where an intermediate must be materialized instead of fused:
+fuse_all cuts nothing (redundant computation allowed), fuse_no_redundancy cuts every edge into a
+multi-consumer node, cost_based searches over the interesting edges.
+
+Construction is top-down from the nodes that must be materialized: at such a node the best valid
+entry (template preference, then most fused inputs) becomes an operator root; its fused inputs are
+covered inside the operator with entries of the same template (or Cell), recursively; its other
+inputs must be materialized in turn. A choice at a node depends only on the cut edges below it,
+so ``PlanSpace`` caches choices by (node, cut edges below it) across all cut sets of a search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fusedml.fusion.memo import MemoEntry, MemoTable
+from fusedml.fusion.templates import (
+    CloseType,
+    TemplateType,
+    column_aggregation,
+    inner_types,
+    outer_product,
+)
+from fusedml.ir.node import Node
+from fusedml.ir.ops import LEAF, Op
+
+Edge = tuple[Node, Node]  # (consumer, producer)
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """A selected fused operator: roots computed from inputs, covering nodes."""
+
+    type: TemplateType
+    roots: tuple[Node, ...]
+    nodes: frozenset[Node]
+    inputs: tuple[Node, ...]
+    aggregated: bool  # the operator ends in an aggregate or a closing product
+
+
+@dataclass
+class Selection:
+    operators: list[Candidate]
+    unfused: list[Node]  # computed one op at a time
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class _Option:
+    entry: MemoEntry
+    children: tuple[Node, ...]  # fused inputs
+    edges: frozenset[Edge]  # (node, child) per fused input
+
+
+class PlanSpace:
+    """The memo table indexed for fast plan construction, with choice caches shared by all cut
+    sets of one selection."""
+
+    def __init__(self, memo: MemoTable) -> None:
+        self.memo = memo
+        self.options: dict[Node, tuple[_Option, ...]] = {}
+        self.below: dict[Node, frozenset[Edge]] = {}
+        for node in memo.dag.nodes:
+            opts = []
+            for e in memo[node]:
+                children = tuple(e.fused_inputs(node))
+                opts.append(_Option(e, children, frozenset((node, c) for c in children)))
+            self.options[node] = tuple(opts)
+            below: set[Edge] = set()
+            for o in opts:
+                below |= o.edges
+            for child in node.inputs:
+                below |= self.below.get(child, frozenset())
+            self.below[node] = frozenset(below)
+        self._inner: dict[tuple, _Option | None] = {}
+        self._operator: dict[tuple, Candidate | None] = {}
+        self._steps: dict[tuple, frozenset] = {}
+
+    def planner(self, cut: frozenset[Edge] = frozenset()) -> Planner:
+        return Planner(self, cut)
+
+
+class Planner:
+    """Plan construction for one cut set."""
+
+    def __init__(self, space: PlanSpace | MemoTable, cut: frozenset[Edge] = frozenset()) -> None:
+        self.space = space if isinstance(space, PlanSpace) else PlanSpace(space)
+        self.cut = frozenset(cut)
+
+    def _local_cut(self, node: Node) -> frozenset[Edge]:
+        if not self.cut:
+            return self.cut
+        return self.cut & self.space.below[node]
+
+    def inner_option(self, node: Node, parent: TemplateType) -> _Option | None:
+        """How ``node`` is computed inside an operator of type ``parent`` (None: impossible)."""
+        local = self._local_cut(node)
+        key = (node, parent, local)
+        cache = self.space._inner
+        if key in cache:
+            return cache[key]
+        allowed = inner_types(parent)
+        best = None
+        for o in self.space.options[node]:
+            e = o.entry
+            if e.type not in allowed or not e.close.is_open or not o.edges.isdisjoint(local):
+                continue
+            if all(self.inner_option(c, parent) is not None for c in o.children):
+                score = (e.type is not parent, -e.n_fused)
+                if best is None or score < best[0]:
+                    best = (score, o)
+        cache[key] = best[1] if best else None
+        return cache[key]
+
+    def cover(self, node: Node, root: _Option) -> frozenset[Node]:
+        t = root.entry.type
+        nodes = {node}
+        stack = [root]
+        while stack:
+            o = stack.pop()
+            for child in o.children:
+                if child not in nodes:
+                    nodes.add(child)
+                    stack.append(self.inner_option(child, t))
+        # The transposed operand of X.T @ (...) (Row) and of U @ V.T (Outer) is read in place by
+        # the operator (row i of X, row j of V): it belongs to the operator, not to its inputs.
+        for n in list(nodes):
+            if n.op is Op.MATMUL:
+                k = 0 if t is TemplateType.ROW else 1
+                if n.inputs[k].op is Op.TRANSPOSE and (
+                    (k == 0 and column_aggregation(n)) or (k == 1 and outer_product(n))
+                ):
+                    nodes.add(n.inputs[k])
+        return frozenset(nodes)
+
+    def _root_option(self, node: Node, local: frozenset[Edge]) -> _Option | None:
+        valid = [
+            o
+            for o in self.space.options[node]
+            if o.entry.close.is_valid
+            and o.edges.isdisjoint(local)
+            and all(self.inner_option(c, o.entry.type) is not None for c in o.children)
+        ]
+        if not valid:
+            return None
+        chosen = min(valid, key=lambda o: (int(o.entry.type), -o.entry.n_fused))
+        if chosen.entry.type is TemplateType.ROW:  # a Row plan that Cell covers alike is Cell
+            for o in valid:
+                if (
+                    o.entry.type is TemplateType.CELL
+                    and o.entry.fused == chosen.entry.fused
+                    and self.cover(node, o) == self.cover(node, chosen)
+                ):
+                    return o
+        return chosen
+
+    def operator_at(self, node: Node) -> Candidate | None:
+        local = self._local_cut(node)
+        key = (node, local)
+        cache = self.space._operator
+        if key in cache:
+            return cache[key]
+        op = None
+        root = self._root_option(node, local)
+        if root is not None:
+            nodes = self.cover(node, root)
+            aggregated = root.entry.close is CloseType.CLOSED_VALID
+            if len(nodes) > 1 or aggregated:  # one operation without aggregation: leave to numpy
+                # literals stay in the operator's body; everything else it reads is an input
+                inputs = tuple(
+                    dict.fromkeys(
+                        i
+                        for n in nodes
+                        for i in n.inputs
+                        if i not in nodes and i.op is not Op.CONST
+                    )
+                )
+                op = Candidate(root.entry.type, (node,), nodes, inputs, aggregated)
+        cache[key] = op
+        return op
+
+    def steps_for(self, node: Node, scope: frozenset[Node] | None) -> frozenset:
+        """Every step (operator or unfused node) computing ``node`` and what it needs; cached by
+        (node, cut edges below it, scope), so cut sets that agree below a node share the work."""
+        if node.op in LEAF or (scope is not None and node not in scope):
+            return frozenset()
+        key = (node, self._local_cut(node), scope)
+        cache = self.space._steps
+        steps = cache.get(key)
+        if steps is None:
+            op = self.operator_at(node)
+            step, inputs = (node, node.inputs) if op is None else (op, op.inputs)
+            steps = frozenset({step}).union(*(self.steps_for(i, scope) for i in inputs))
+            cache[key] = steps
+        return steps
+
+    def steps(self, required: Iterable[Node], scope: frozenset[Node] | None = None) -> frozenset:
+        return frozenset().union(*(self.steps_for(r, scope) for r in required))
+
+    def build(self, required: Iterable[Node], scope: frozenset[Node] | None = None) -> Selection:
+        """Operators and unfused nodes computing ``required``; with ``scope``, stop at nodes outside
+        it (they are computed by another, independent part of the plan)."""
+        steps = self.steps(required, scope)
+        ordered = sorted(steps, key=lambda s: s.roots[0].id if isinstance(s, Candidate) else s.id)
+        return Selection(
+            [s for s in ordered if isinstance(s, Candidate)],
+            [s for s in ordered if not isinstance(s, Candidate)],
+        )

@@ -1,0 +1,72 @@
+"""Cost-model constants: documented defaults, overridden by ``fusedml calibrate`` results stored in
+the cache directory, overridden in turn by ``fm.config(...)`` fields of the same names."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+
+from fusedml._config import get_config
+
+CALIBRATION_FILE = "calibration.json"
+
+
+@dataclass(frozen=True)
+class CostConstants:
+    # Defaults: a 2-core VM like the CI machine; `fusedml calibrate` measures the real ones.
+    read_bandwidth_bytes_per_s: float = 8e9
+    write_bandwidth_bytes_per_s: float = 4e9
+    flops_per_s: float = 1e10  # all cores, compiled loops (SystemDS assumes 2 GFLOP/s per core)
+    dispatch_s: float = 5e-6  # Python + numpy overhead per executed operator
+    compile_s: float = 0.3  # numba compile of one fused operator (plan-cache miss)
+    compile_amortization_calls: float = 1000.0  # calls a compiled kernel is expected to serve
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(CostConstants))
+
+
+def calibration_path(cache_dir: str | None = None) -> str:
+    return os.path.join(cache_dir or get_config().cache_dir, CALIBRATION_FILE)
+
+
+def _load_calibrated(path: str) -> dict[str, float]:
+    try:
+        with open(path) as f:
+            raw = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: float(v) for k, v in raw.items() if k in FIELDS and isinstance(v, int | float)}
+
+
+_cache: dict[str, tuple[float, dict[str, float]]] = {}
+
+
+def current_constants() -> CostConstants:
+    """Defaults < calibration file < fm.config overrides."""
+    config = get_config()
+    path = calibration_path(config.cache_dir)
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        mtime = -1.0
+    cached = _cache.get(path)
+    if cached is None or cached[0] != mtime:
+        cached = (mtime, _load_calibrated(path) if mtime >= 0 else {})
+        _cache[path] = cached
+    values = dict(cached[1])
+    values.update({k: v for k, v in config.cost_overrides.items() if v is not None})
+    return dataclasses.replace(CostConstants(), **values)
+
+
+def save_calibration(values: dict[str, float], cache_dir: str | None = None) -> str:
+    path = calibration_path(cache_dir)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({k: values[k] for k in FIELDS if k in values}, f, indent=2)
+    os.replace(tmp, path)
+    return path

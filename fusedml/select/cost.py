@@ -1,0 +1,188 @@
+"""The cost model: seconds per operator, ``write + max(read, compute)`` plus dispatch and compile.
+
+Per fused operator (SystemDS V2, reference/systemds-codegen.md section 4.3):
+
+    T = write_bytes / BW_write + max(read_bytes / BW_read, flops / F) + dispatch
+        + compile_s / compile_amortization_calls      (if its kernel is not cached yet)
+
+Sparsity-aware: non-zeros decide the bytes of CSR data; a sparse-safe operator driven by a CSR input
+(its body's result is CSR, see ir/meta.py) reads its dense side inputs and computes only at the
+driver's non-zeros; an Outer operator computes ``U[i] . V[j]`` only at its sparse driver's
+non-zeros. Unfused nodes are costed alike, as operators of one node (dense transposes and column
+ranges are numpy views and cost only their dispatch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+from fusedml.formats import Format
+from fusedml.fusion.templates import TemplateType
+from fusedml.ir.node import Node
+from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, FLOPS_PER_AGGREGATED_CELL, FLOPS_PER_CELL, Op
+from fusedml.select.candidates import Candidate, Selection
+from fusedml.select.constants import CostConstants
+
+CSR_BYTES_PER_NNZ = 12  # float64 value + int32 column index
+
+
+def node_bytes(n: Node) -> float:
+    meta = n.meta
+    if meta.is_scalar:
+        return 8.0
+    if meta.format is Format.CSR:
+        return CSR_BYTES_PER_NNZ * meta.nnz + 4.0 * (meta.rows + 1)
+    return 8.0 * meta.cells
+
+
+def _work_cells(n: Node) -> float:
+    return n.meta.nnz if n.meta.format is Format.CSR else n.meta.cells
+
+
+def node_flops(n: Node) -> float:
+    if n.op in ELEMENTWISE:
+        return FLOPS_PER_CELL[n.op] * _work_cells(n)
+    if n.op in AGGREGATE:
+        return FLOPS_PER_AGGREGATED_CELL[n.op] * _work_cells(n.inputs[0])
+    if n.op is Op.MATMUL:
+        a, b = n.inputs
+        if a.meta.format is Format.CSR:
+            return 2.0 * a.meta.nnz * b.meta.cols
+        if b.meta.format is Format.CSR:
+            return 2.0 * b.meta.nnz * a.meta.rows
+        return 2.0 * a.meta.rows * a.meta.cols * b.meta.cols
+    if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK):
+        return _work_cells(n)
+    return 0.0
+
+
+def _is_view(n: Node) -> bool:
+    return n.op in (Op.TRANSPOSE, Op.COLS) and n.meta.format is Format.DENSE
+
+
+def sparse_driver(op: Candidate) -> Node | None:
+    """The CSR input whose non-zeros alone drive the operator (None: it scans every cell)."""
+    if op.type is TemplateType.OUTER:
+        for n in op.nodes:
+            if n.op in (Op.MUL, Op.DIV) and n.meta.format is Format.CSR:
+                csr = [i for i in n.inputs if i.meta.format is Format.CSR and i not in op.nodes]
+                if csr:
+                    return csr[0]
+        return None
+    bodies = [r.inputs[0] if r.op in AGGREGATE else r for r in op.roots]
+    if not all(b.meta.format is Format.CSR for b in bodies):
+        return None
+    shape = bodies[0].shape
+    csr = [i for i in op.inputs if i.meta.format is Format.CSR and i.shape == shape]
+    return max(csr, key=lambda i: i.meta.nnz) if csr else None
+
+
+class CostModel:
+    def __init__(
+        self,
+        constants: CostConstants,
+        is_cached: Callable[[Hashable], bool] | None = None,
+    ) -> None:
+        """``is_cached(structure_key(op))`` says whether an operator's kernel is compiled already;
+        None: nothing is (every fused operator pays its amortized compile)."""
+        self.c = constants
+        self.is_cached = is_cached
+        self._operator_cost: dict[Candidate, float] = {}
+        self._step_cost: dict[Candidate | Node, float] = {}
+
+    def _seconds(self, write: float, read: float, flops: float) -> float:
+        c = self.c
+        io = max(read / c.read_bandwidth_bytes_per_s, flops / c.flops_per_s)
+        return write / c.write_bandwidth_bytes_per_s + io + c.dispatch_s
+
+    def unfused(self, n: Node) -> float:
+        if _is_view(n):
+            return self.c.dispatch_s
+        read = sum(node_bytes(i) for i in n.inputs)
+        return self._seconds(node_bytes(n), read, node_flops(n))
+
+    def compile_seconds(self, op: Candidate) -> float:
+        if self.is_cached is not None and self.is_cached(structure_key(op)):
+            return 0.0
+        return self.c.compile_s / max(self.c.compile_amortization_calls, 1.0)
+
+    def operator(self, op: Candidate) -> float:
+        cost = self._operator_cost.get(op)
+        if cost is None:
+            cost = self._operator_cost[op] = self._operator(op)
+        return cost
+
+    def _operator(self, op: Candidate) -> float:
+        driver = sparse_driver(op)
+        # transposes inside an operator are access patterns (row i of X for X.T @ y), not work
+        flops = sum(node_flops(n) for n in op.nodes if n.op is not Op.TRANSPOSE)
+        read = 0.0
+        if op.type is TemplateType.OUTER:
+            if driver is not None:  # U[i] . V[j] only at the driver's non-zeros
+                flops *= driver.meta.sparsity
+            read = sum(node_bytes(i) for i in op.inputs)
+        else:
+            scale = driver.meta.sparsity if driver is not None else 1.0
+            for i in op.inputs:
+                dense_side = driver is not None and i is not driver and i.shape == driver.shape
+                read += node_bytes(i) * (scale if dense_side else 1.0)
+        write = sum(node_bytes(r) for r in op.roots)
+        return self._seconds(write, read, flops) + self.compile_seconds(op)
+
+    def steps(self, steps: Iterable[Candidate | Node]) -> float:
+        cache = self._step_cost
+        total = 0.0
+        for s in steps:
+            cost = cache.get(s)
+            if cost is None:
+                cost = self.operator(s) if isinstance(s, Candidate) else self.unfused(s)
+                cache[s] = cost
+            total += cost
+        return total
+
+    def selection(self, sel: Selection) -> float:
+        return sum(self.operator(op) for op in sel.operators) + sum(
+            self.unfused(n) for n in sel.unfused
+        )
+
+    def lower_bound(self, scope: ScopeBound, extra_bytes: float = 0.0) -> float:
+        """No plan of the scope costs less: every output and every extra materialized
+        intermediate is written once; inputs, intermediates read back and all computation happen at
+        least at the sparsest driver's density; one dispatch. (A sum of maxima >= the maximum of
+        sums.)"""
+        read = (scope.read_bytes + extra_bytes) * scope.density
+        return self._seconds(scope.write_bytes + extra_bytes, read, scope.flops * scope.density)
+
+
+@dataclass(frozen=True)
+class ScopeBound:
+    """The plan-independent work of a set of nodes, for lower bounds."""
+
+    read_bytes: float  # its external inputs
+    write_bytes: float  # the outputs every plan writes
+    flops: float
+    density: float  # the sparsest CSR node's density (1.0 if none)
+
+    @classmethod
+    def of(cls, nodes: Iterable[Node], external: Iterable[Node], outputs: Iterable[Node]):
+        nodes = list(nodes)
+        density = min((n.meta.sparsity for n in nodes if n.meta.format is Format.CSR), default=1.0)
+        return cls(
+            sum(node_bytes(i) for i in external),
+            sum(node_bytes(o) for o in outputs),
+            sum(node_flops(n) for n in nodes),
+            density,
+        )
+
+
+def structure_key(op: Candidate) -> Hashable:
+    """Which kernel this operator needs, independent of data: template and covered op structure."""
+    ids = {n: k for k, n in enumerate(sorted(op.nodes, key=lambda n: n.id))}
+    return (
+        op.type,
+        tuple(
+            (n.op, n.attrs if n.op is not Op.CONST else (), tuple(ids.get(i, -1) for i in n.inputs))
+            for n in sorted(op.nodes, key=lambda n: n.id)
+        ),
+    )
