@@ -1,5 +1,5 @@
-"""Command line: ``fusedml demo`` (the paper's patterns under every fusion mode) and
-``fusedml explain`` (the plan of one pattern)."""
+"""Command line: ``fusedml demo`` (the paper's patterns under every fusion mode),
+``fusedml explain`` (the plan of one pattern) and ``fusedml calibrate`` (cost-model constants)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 import fusedml as fm
 from fusedml.datasets import PATTERNS
+from fusedml.select.calibrate import calibrate
 
 SIZES = {"tiny": 2_000, "small": 100_000, "medium": 1_000_000}
 
@@ -67,10 +68,22 @@ def demo(size: str, repeat: int, out=None) -> list[dict]:
     return records
 
 
-def explain(name: str, fusion: str, out=None) -> None:
+@fm.jit(fusion="none", static_argnames=("k",))
+def _chain(x, k):
+    for _ in range(k):
+        x = x * 1.0001
+    return x
+
+
+def _dispatch_probe(k: int) -> None:
+    """k elementwise operators on a one-element vector, operator at a time (traced once per k)."""
+    _chain(np.ones(1), k)
+
+
+def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
     out = out or sys.stdout
     pattern = PATTERNS[name]
-    data = pattern.make_data(100, pattern.formats[0], 0)
+    data = pattern.make_data(rows, pattern.formats[0], 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fm.FusionModeWarning)
         print(fm.explain(pattern.build(data), fusion=fusion), file=out)
@@ -85,11 +98,22 @@ def main(argv: list[str] | None = None) -> int:
     p_explain = sub.add_parser("explain", help="print the plan of one pattern")
     p_explain.add_argument("pattern", choices=sorted(PATTERNS))
     p_explain.add_argument("--fusion", choices=fm.FUSION_MODES, default="cost_based")
+    p_explain.add_argument("--rows", type=int, default=100_000)
+    p_cal = sub.add_parser("calibrate", help="measure cost-model constants on this machine")
+    p_cal.add_argument("--size-mb", type=int, default=256, help="array size for bandwidths")
+    p_cal.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     if args.command == "demo":
         demo(args.size, args.repeat)
+    elif args.command == "explain":
+        explain(args.pattern, args.fusion, args.rows)
     else:
-        explain(args.pattern, args.fusion)
+        path, values = calibrate(
+            size_bytes=args.size_mb << 20, repeats=args.repeats, dispatch_probe=_dispatch_probe
+        )
+        for name, value in values.items():
+            print(f"{name:30} {value:.4g}")
+        print(f"stored in {path}")
     return 0
 
 

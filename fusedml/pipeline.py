@@ -140,7 +140,7 @@ def optimize_until(outputs: Any, stage: str = "plan", fusion: str | None = None)
     model = cost_model()
     result = stages.run("select", _select, memo, effective, model)
     if result is not None:
-        stages.show(3, f"selected ({effective})", _describe_selection(result))
+        stages.show(3, f"selected ({effective})", _describe_selection(result, dag.index))
         _stats.bump("plans_costed", result.stats.plans_costed)
     if stage == "select":
         return result
@@ -159,12 +159,14 @@ def optimize_until(outputs: Any, stage: str = "plan", fusion: str | None = None)
     return plan
 
 
-def _describe_selection(result: SelectionResult) -> str:
+def _describe_selection(result: SelectionResult, index: dict[Node, int]) -> str:
     lines = [
-        f"{op.type.name} roots={[r.id for r in op.roots]} nodes={sorted(n.id for n in op.nodes)}"
+        f"{op.type.name} roots={[index[r] for r in op.roots]} "
+        f"nodes={sorted(index[n] for n in op.nodes)}"
         for op in result.selection.operators
     ]
-    lines.append(f"unfused={[n.id for n in result.selection.unfused]} cost={result.cost_s:.3g}s")
+    unfused = sorted(index[n] for n in result.selection.unfused)
+    lines.append(f"unfused={unfused} cost={result.cost_s * 1e3:.3g} ms")
     return "\n".join(lines)
 
 

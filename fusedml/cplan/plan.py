@@ -33,15 +33,15 @@ class FusedOp:
     def aggregation(self) -> str:
         return self.cplan.kind
 
-    def describe(self) -> str:
-        roots = ",".join(f"%{r.id}" for r in self.roots)
-        ins = ", ".join(f"%{i.id}" for i in self.inputs)
+    def describe(self, index: dict[Node, int]) -> str:
+        roots = ",".join(f"%{index[r]}" for r in self.roots)
+        ins = ", ".join(f"%{index[i]}" for i in self.inputs)
         aggs = [a for a in self.cplan.aggregations if a]
         agg = f" {'/'.join(aggs)}" if aggs else ""
         safe = " sparse-safe" if self.cplan.sparse_safe else ""
         return (
             f"{self.template.upper()}[{self.cplan.kind}{agg}{safe}] -> {roots} "
-            f"<- main %{self.main_input.id}; inputs [{ins}]; covers {len(self.nodes)} node(s); "
+            f"<- main %{index[self.main_input]}; inputs [{ins}]; covers {len(self.nodes)} node(s); "
             f"cost~{self.estimated_cost_s * 1e3:.3g} ms"
         )
 
@@ -78,7 +78,7 @@ class Plan:
             f"estimated {self.estimated_cost_s * 1e3:.3g} ms)"
         )
         lines = [head]
-        lines += [f"  {op.describe()}" for op in self.operators]
+        lines += [f"  {op.describe(self.dag.index)}" for op in self.operators]
         if self.search:
             lines.append("  search: " + ", ".join(f"{k}={v}" for k, v in self.search.items()))
         lines.append(str(self.dag))
@@ -87,18 +87,18 @@ class Plan:
     def to_dot(self) -> str:
         """Graphviz source: the DAG, each fused operator drawn as a cluster around its nodes."""
         lines = ["digraph plan {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
-        owner: dict[Node, int] = {}
+        index = self.dag.index
+        drawn: set[Node] = set()  # a node recomputed by several operators is drawn in the first
         for k, op in enumerate(self.operators):
             lines.append(f"  subgraph cluster_{k} {{")
             lines.append(f'    label="{op.template.upper()} {op.cplan.kind}"; style=rounded;')
-            for n in sorted(op.nodes, key=lambda n: n.id):
-                if n not in owner:
-                    owner[n] = k
-                    lines.append(f"    n{n.id};")
+            for n in sorted(op.nodes - drawn, key=index.__getitem__):
+                drawn.add(n)
+                lines.append(f"    n{index[n]};")
             lines.append("  }")
         for n in self.dag.nodes:
             label = n.attr("name") if n.attr("name") is not None else n.op.value
-            lines.append(f'  n{n.id} [label="%{n.id} {label}\\n{n.meta.describe()}"];')
-            lines += [f"  n{i.id} -> n{n.id};" for i in n.inputs]
+            lines.append(f'  n{index[n]} [label="%{index[n]} {label}\\n{n.meta.describe()}"];')
+            lines += [f"  n{index[i]} -> n{index[n]};" for i in n.inputs]
         lines.append("}")
         return "\n".join(lines)

@@ -28,9 +28,9 @@ class MemoEntry:
     def references(self, node: Node, child: Node) -> bool:
         return any(i is child and f for i, f in zip(node.inputs, self.fused, strict=True))
 
-    def describe(self, node: Node) -> str:
+    def describe(self, node: Node, index: dict[Node, int]) -> str:
         refs = ",".join(
-            str(i.id) if f else "-1" for i, f in zip(node.inputs, self.fused, strict=True)
+            str(index[i]) if f else "-1" for i, f in zip(node.inputs, self.fused, strict=True)
         )
         return f"{self.type.name}({refs}|{self.close.value})"
 
@@ -56,6 +56,6 @@ class MemoTable:
         for node in self.dag.nodes:
             entries = self.entries.get(node)
             if entries:
-                plans = " ".join(e.describe(node) for e in entries)
-                lines.append(f"%{node.id} {node.op.value}: {plans}")
+                plans = " ".join(e.describe(node, self.dag.index) for e in entries)
+                lines.append(f"%{self.dag.index[node]} {node.op.value}: {plans}")
         return "\n".join(lines) if lines else "(empty memo)"

@@ -194,6 +194,8 @@ def _outer_close(n: Node) -> CloseType:
         return CloseType.CLOSED_VALID
     if n.op in (Op.MUL, Op.DIV) and all(i.shape == n.shape for i in n.inputs):
         return CloseType.OPEN_VALID  # the driver: W * f(U @ V.T)
+    if n.op is Op.TRANSPOSE and n.inputs[0].op in (Op.MUL, Op.DIV):
+        return CloseType.OPEN_VALID  # the driver transposed, for the left product t(...) @ U
     if n.op in CELL_AGGREGATES or n.op is Op.ARGMAX:
         return CloseType.CLOSED_INVALID
     return CloseType.OPEN_INVALID

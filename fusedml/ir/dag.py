@@ -34,11 +34,13 @@ def topological(roots: Iterable[Node]) -> list[Node]:
 class Dag:
     """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
 
-    __slots__ = ("consumers", "nodes", "roots")
+    __slots__ = ("consumers", "index", "nodes", "roots")
 
     def __init__(self, roots: Iterable[Node]) -> None:
         self.roots: tuple[Node, ...] = tuple(roots)
         self.nodes: tuple[Node, ...] = tuple(topological(self.roots))
+        # DAG-local numbering (topological): what listings print, stable across processes
+        self.index: dict[Node, int] = {n: k for k, n in enumerate(self.nodes)}
         consumers: dict[Node, list[Node]] = {n: [] for n in self.nodes}
         for node in self.nodes:
             for child in node.inputs:

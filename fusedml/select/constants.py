@@ -15,12 +15,13 @@ CALIBRATION_FILE = "calibration.json"
 
 @dataclass(frozen=True)
 class CostConstants:
-    # Defaults: a 2-core VM like the CI machine; `fusedml calibrate` measures the real ones.
-    read_bandwidth_bytes_per_s: float = 8e9
-    write_bandwidth_bytes_per_s: float = 4e9
-    flops_per_s: float = 1e10  # all cores, compiled loops (SystemDS assumes 2 GFLOP/s per core)
-    dispatch_s: float = 5e-6  # Python + numpy overhead per executed operator
-    compile_s: float = 0.3  # numba compile of one fused operator (plan-cache miss)
+    # Defaults: what `fusedml calibrate` measured on the 2-core CI machine (rounded); run it to
+    # measure yours. SystemDS assumes 32 GB/s read, 2 GB/s write and 2 GFLOP/s per core.
+    read_bandwidth_bytes_per_s: float = 1e10
+    write_bandwidth_bytes_per_s: float = 8e9
+    flops_per_s: float = 4e9  # all cores, a compiled parallel loop
+    dispatch_s: float = 1e-5  # the executor's overhead per operator it runs
+    compile_s: float = 0.35  # numba compile of one parallel kernel (a plan-cache miss)
     compile_amortization_calls: float = 1000.0  # calls a compiled kernel is expected to serve
 
 

@@ -171,7 +171,8 @@ class ScopeBound:
         return cls(
             sum(node_bytes(i) for i in external),
             sum(node_bytes(o) for o in outputs),
-            sum(node_flops(n) for n in nodes),
+            # transposes and column ranges may cost nothing (views, or read in place by operators)
+            sum(node_flops(n) for n in nodes if n.op not in (Op.TRANSPOSE, Op.COLS)),
             density,
         )
 

@@ -86,7 +86,7 @@ class _Search:
         return [n for n in nodes if n in self.always_required or n in cut_producers]
 
     def scope_cost(self, nodes: frozenset[Node], cut: frozenset[Edge]) -> float:
-        local = frozenset(e for e in cut if e[1] in nodes)
+        local = frozenset(e for e in cut if e[0] in nodes or e[1] in nodes)
         key = (nodes, local)
         cost = self._cost_cache.get(key)
         if cost is None:
@@ -182,7 +182,8 @@ def dissolve_unprofitable(sel: Selection, model: CostModel) -> Selection:
     return Selection(operators, unfused)
 
 
-def cost_based(memo: MemoTable, model: CostModel) -> SelectionResult:
+def search_cut(memo: MemoTable, model: CostModel) -> tuple[frozenset[Edge], _Search]:
+    """The cheapest cut set: each partition's interesting points searched on their own."""
     search = _Search(memo, model)
     points = interesting_points(memo)
     search.stats.interesting_points = len(points)
@@ -192,6 +193,11 @@ def cost_based(memo: MemoTable, model: CostModel) -> SelectionResult:
     for part in partitions:
         _, chosen = search.solve(part, points, frozenset())
         cut |= chosen
+    return cut, search
+
+
+def cost_based(memo: MemoTable, model: CostModel) -> SelectionResult:
+    cut, search = search_cut(memo, model)
     sel = Planner(search.space, cut).build(memo.dag.roots)
     result = SelectionResult(sel, model.selection(sel), search.stats, cut)
     # the heuristics' plans seed the search per partition; compare whole plans too, so that the

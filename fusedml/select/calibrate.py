@@ -1,0 +1,106 @@
+"""``fusedml calibrate``: measure this machine's cost-model constants and store them.
+
+Read and write bandwidth from numpy streaming over arrays far larger than the caches, the flop rate
+of a compiled parallel loop (what generated kernels are), the per-operator dispatch overhead of a
+tiny numpy call, and the compile time of a small parallel numba kernel. Each is the median of
+several repetitions; the machine may be shared and noisy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from fusedml.select.constants import save_calibration
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up (page faults, first-call overheads)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _flop_kernel():
+    import numba
+
+    @numba.njit(parallel=True, fastmath={"reassoc", "contract"})
+    def kernel(x, reps):  # 4 flops per element and repetition, in cache
+        n = x.shape[0]
+        chunks = numba.get_num_threads()
+        out = np.zeros(chunks)
+        for c in numba.prange(chunks):
+            acc = 0.0
+            for _ in range(reps):
+                for i in range(c * n // chunks, (c + 1) * n // chunks):
+                    acc += x[i] * 1.000001 + x[i] * 0.999999
+            out[c] = acc
+        return out.sum()
+
+    return kernel
+
+
+def _compile_seconds() -> float:
+    import numba
+
+    # a fresh function object every call: numba cannot reuse an earlier compile
+    source = (
+        "def k(x, y):\n"
+        "    out = np.empty_like(x)\n"
+        "    for i in numba.prange(x.shape[0]):\n"
+        f"        out[i] = x[i] * y[i] + {time.perf_counter_ns() % 997}.0\n"
+        "    return out\n"
+    )
+    namespace = {"np": np, "numba": numba}
+    exec(source, namespace)
+    fn = numba.njit(parallel=True)(namespace["k"])
+    x = np.ones(8)
+    start = time.perf_counter()
+    fn(x, x)
+    return time.perf_counter() - start
+
+
+def measure(
+    size_bytes: int = 1 << 28,
+    repeats: int = 5,
+    measure_compile: bool = True,
+    dispatch_probe: Callable[[int], object] | None = None,
+):
+    """``dispatch_probe(k)`` runs k unfused operators on tiny data; the marginal time per operator
+    is the dispatch overhead (without a probe: a bare numpy call's)."""
+    n = size_bytes // 8
+    a = np.ones(n)
+    read = 8 * n / _median_seconds(lambda: a.sum(), repeats)
+    write = 8 * n / _median_seconds(lambda: a.fill(0.5), repeats)
+    del a
+    kernel = _flop_kernel()
+    x = np.ones(1 << 14)
+    reps = 256
+    flops = 4.0 * x.shape[0] * reps / _median_seconds(lambda: kernel(x, reps), repeats)
+    if dispatch_probe is None:
+        one = np.ones(1)
+        dispatch = _median_seconds(lambda: [np.add(one, one) for _ in range(1000)], repeats) / 1000
+    else:
+        short = _median_seconds(lambda: dispatch_probe(10), repeats)
+        long = _median_seconds(lambda: dispatch_probe(110), repeats)
+        dispatch = max(long - short, 0.0) / 100
+    values = {
+        "read_bandwidth_bytes_per_s": read,
+        "write_bandwidth_bytes_per_s": write,
+        "flops_per_s": flops,
+        "dispatch_s": dispatch,
+    }
+    if measure_compile:
+        values["compile_s"] = statistics.median(_compile_seconds() for _ in range(3))
+    return values
+
+
+def calibrate(cache_dir: str | None = None, **kwargs) -> tuple[str, dict[str, float]]:
+    values = measure(**kwargs)
+    return save_calibration(values, cache_dir), values

@@ -1,0 +1,102 @@
+"""Selection policies: redundancy vs materialization, optimality of the cost-based search, and
+the cost-based plan never worse than the heuristics' by the model."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import fusedml as fm
+from fusedml import pipeline
+from fusedml.datasets.bodies import BODIES
+from fusedml.select.candidates import Planner
+from fusedml.select.points import interesting_points
+from fusedml.select.policies import search_cut
+from tests import exprgen
+from tests.test_differential import fm_leaves
+
+
+def shared_intermediate(rows):
+    rng = np.random.default_rng(0)
+    X, Y, Z = (fm.matrix(rng.standard_normal((rows, 20))) for _ in range(3))
+    T = fm.exp(X) * fm.sigmoid(X) / (1 + fm.abs(X))  # ~65 flops per cell
+    # two consumers no single operator can serve (a full aggregate and a cellwise output)
+    return T, (fm.sum(T * Y), T * Z)
+
+
+def recomputed(plan, node):
+    return sum(node in op.nodes for op in plan.operators) >= 2
+
+
+def materialized(plan, node):
+    return node in plan.unfused or any(node in op.roots for op in plan.operators)
+
+
+@pytest.mark.parametrize(("rows", "choice"), [(5, "recompute"), (400_000, "materialize")])
+def test_shared_intermediate_policies_and_two_size_regimes(rows, choice):
+    T, exprs = shared_intermediate(rows)
+    with fm.config(compile_s=0.0):  # fixed per-operator costs are then dispatch only
+        fa = fm.explain(exprs, fusion="fuse_all")
+        fnr = fm.explain(exprs, fusion="fuse_no_redundancy")
+        cb = fm.explain(exprs, fusion="cost_based")
+    assert recomputed(fa, T.node) and not materialized(fa, T.node)
+    assert materialized(fnr, T.node) and not recomputed(fnr, T.node)
+    assert cb.estimated_cost_s <= min(fa.estimated_cost_s, fnr.estimated_cost_s)
+    if choice == "recompute":  # dispatches dominate: fewer operators win
+        assert fa.estimated_cost_s < fnr.estimated_cost_s
+        assert recomputed(cb, T.node) and not materialized(cb, T.node)
+    else:  # the 65 flops per cell, done twice, cost more than writing T once and reading it back
+        assert fnr.estimated_cost_s < fa.estimated_cost_s
+        assert materialized(cb, T.node) and not recomputed(cb, T.node)
+    (want_sum, want_mat), *others = (
+        fm.evaluate(exprs, fusion=m) for m in ("none", "fuse_all", "cost_based")
+    )
+    for got_sum, got_mat in others:
+        assert got_sum == pytest.approx(want_sum, rel=1e-12)
+        np.testing.assert_allclose(got_mat, want_mat, rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+@pytest.mark.parametrize("rows", [2_000, 1_000_000])
+def test_search_finds_the_exhaustive_optimum(name, rows):
+    fn, make = BODIES[name]
+    plan = fm.jit(fn).explain(*make(rows), fusion="none")
+    memo = pipeline.optimize_until(plan.dag, "explore")
+    model = pipeline.cost_model()
+    cut, search = search_cut(memo, model)
+    space = search.space
+    found = model.selection(Planner(space, cut).build(memo.dag.roots))
+    points = interesting_points(memo)
+    assert len(points) >= 8  # a search space worth pruning
+    brute = min(
+        model.selection(Planner(space, frozenset().union(*(p.edges for p in subset))).build(
+            memo.dag.roots
+        ))
+        for k in range(len(points) + 1)
+        for subset in itertools.combinations(points, k)
+    )
+    assert found == pytest.approx(brute, rel=1e-12)
+    assert search.stats.plans_costed < 2 ** len(points)
+
+
+@settings(max_examples=200)
+@given(exprgen.expressions(max_depth=5, allow_sparse=True))
+def test_cost_based_never_costs_more_than_the_heuristics(case):
+    tree, leaves = case
+    expr = exprgen.build(tree, fm_leaves(leaves))
+    if not isinstance(expr, fm.Expr):
+        return
+    costs = {m: fm.explain(expr, fusion=m).estimated_cost_s for m in pipeline.POLICIES}
+    assert costs["cost_based"] <= min(costs["fuse_all"], costs["fuse_no_redundancy"]) * (1 + 1e-12)
+
+
+def test_every_mode_runs_fused_operators_on_the_corpus_patterns(fresh_stats):
+    rng = np.random.default_rng(5)
+    X, Y = fm.matrix(rng.standard_normal((300, 4))), fm.matrix(rng.standard_normal((300, 4)))
+    expr = fm.sum(fm.exp(X) * Y, axis=1)
+    for mode in ("fuse_all", "fuse_no_redundancy"):
+        np.testing.assert_allclose(
+            fm.evaluate(expr, fusion=mode), fm.evaluate(expr, fusion="none"), rtol=1e-13
+        )
+    assert fresh_stats()["fused_ops_executed"] == 2

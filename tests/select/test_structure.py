@@ -1,0 +1,125 @@
+"""Which fused operators the cost-based plan of each of the paper's patterns has (acceptance of
+the optimizer issue), and that they compute the reference's numbers."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fusedml as fm
+from fusedml.datasets.bodies import mlogreg_step
+from fusedml.ir.ops import Op
+
+ROWS = 200_000  # large enough that fusing pays for the amortized compile in the cost model
+
+
+def templates(plan):
+    return sorted(op.template for op in plan.operators)
+
+
+def assert_plan(expr, expected, fusion="cost_based"):
+    plan = fm.explain(expr, fusion=fusion)
+    assert templates(plan) == sorted(expected), str(plan)
+    return plan
+
+
+@pytest.fixture(scope="module")
+def dense():
+    rng = np.random.default_rng(0)
+    return {k: rng.standard_normal((ROWS, 20)) for k in "XYZ"} | {
+        "w": rng.standard_normal(ROWS), "v": rng.standard_normal(20),
+        "P": rng.random((ROWS, 3)), "V": rng.standard_normal((20, 3)),
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def factors():
+    rng = np.random.default_rng(1)
+    W = sp.random(3000, 2000, density=0.01, format="csr", random_state=2)
+    return W, rng.standard_normal((3000, 10)), rng.standard_normal((2000, 10))
+
+
+def test_sum_xyz_is_one_cell_operator(dense):
+    X, Y, Z = (fm.matrix(dense[k]) for k in "XYZ")
+    plan = assert_plan(fm.sum(X * Y * Z), ["cell"])
+    assert plan.operators[0].aggregation == "full_agg"
+    assert fm.evaluate(fm.sum(X * Y * Z)) == pytest.approx(
+        np.sum(dense["X"] * dense["Y"] * dense["Z"])
+    )
+
+
+def test_three_sums_are_one_multi_aggregate(dense):
+    X, Y = fm.matrix(dense["X"]), fm.matrix(dense["Y"])
+    exprs = (fm.sum(X**2), fm.sum(X * Y), fm.sum(Y**2))
+    plan = assert_plan(exprs, ["magg"])
+    (op,) = plan.operators
+    assert len(op.roots) == 3 and op.cplan.aggregations == ("sum", "sum", "sum")
+    got = fm.evaluate(exprs)
+    x, y = dense["X"], dense["Y"]
+    np.testing.assert_allclose(got, [np.sum(x**2), np.sum(x * y), np.sum(y**2)], rtol=1e-12)
+    assert_plan(exprs, ["cell", "cell", "cell"], fusion="fuse_all")  # heuristics build no MAgg
+
+
+def test_mmchain_is_one_row_operator(dense):
+    X = fm.matrix(dense["X"])
+    expr = X.T @ (dense["w"] * (X @ dense["v"]))
+    plan = assert_plan(expr, ["row"])
+    op = plan.operators[0]
+    assert op.aggregation == "col_agg_t" and op.main_input is X.node
+    assert plan.unfused == ()  # X.T is read in place, not materialized
+    x = dense["X"]
+    np.testing.assert_allclose(fm.evaluate(expr), x.T @ (dense["w"] * (x @ dense["v"])))
+
+
+def test_mlogreg_hessian_vector_is_one_row_operator(dense):
+    X, P, V = fm.matrix(dense["X"]), fm.matrix(dense["P"]), fm.matrix(dense["V"])
+    Q = P * (X @ V)
+    expr = X.T @ (Q - P * fm.sum(Q, axis=1, keepdims=True))
+    assert_plan(expr, ["row"])
+    x, p, v = dense["X"], dense["P"], dense["V"]
+    q = p * (x @ v)
+    np.testing.assert_allclose(fm.evaluate(expr), x.T @ (q - p * q.sum(axis=1, keepdims=True)))
+
+
+def _no_dense_outer_product(plan, shape):
+    materialized = [r for op in plan.operators for r in op.roots] + list(plan.unfused)
+    return not any(n.shape == shape and n.meta.format.value == "dense" for n in materialized)
+
+
+def test_outer_patterns_are_one_outer_operator_each(factors):
+    W, U, V = factors
+    Wm, Um, Vm = fm.matrix(W), fm.matrix(U), fm.matrix(V)
+    loss = fm.sum(Wm * (Um @ Vm.T) ** 2)
+    right = (Wm * (Um @ Vm.T)) @ Vm
+    for expr, kind in ((loss, "agg"), (right, "right")):
+        plan = assert_plan(expr, ["outer"])
+        assert plan.operators[0].aggregation == kind
+        assert plan.operators[0].main_input is Wm.node  # the sparse driver
+        assert _no_dense_outer_product(plan, W.shape)
+        assert any(n.op is Op.MATMUL and n.shape == W.shape for n in plan.operators[0].nodes)
+    dense_uv = U @ V.T
+    assert fm.evaluate(loss) == pytest.approx(np.sum(W.toarray() * dense_uv**2))
+    np.testing.assert_allclose(fm.evaluate(right), (W.toarray() * dense_uv) @ V, rtol=1e-10)
+    unfused = fm.explain(loss, fusion="none")
+    assert not _no_dense_outer_product(unfused, W.shape)  # Base does materialize U @ V.T
+
+
+def test_outer_opens_only_for_large_products():
+    rng = np.random.default_rng(3)
+    W = fm.matrix(sp.random(100, 80, density=0.05, format="csr", random_state=4))
+    U, V = fm.matrix(rng.standard_normal((100, 5))), fm.matrix(rng.standard_normal((80, 5)))
+    plan = fm.explain(fm.sum(W * (U @ V.T) ** 2), fusion="fuse_all")
+    assert "outer" not in templates(plan)
+
+
+def test_jit_body_fixture_plan_is_fused_and_correct():
+    from fusedml.datasets.bodies import mlogreg_data
+
+    args = mlogreg_data(50_000)
+    step = fm.jit(mlogreg_step)
+    plan = step.explain(*args)
+    assert plan.operators and all(op.template in ("row", "cell") for op in plan.operators)
+    with fm.config(fusion="none"):
+        want = step(*args)
+    got = step(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10)
