@@ -4,10 +4,10 @@ import tempfile
 # Tests use the documented cost constants, not a calibration file this machine may have.
 os.environ["FUSEDML_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusedml-test-cache-")
 
-import pytest  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
+import pytest
+from hypothesis import HealthCheck, settings
 
-import fusedml as fm  # noqa: E402
+import fusedml as fm
 
 # CI runs the full example counts; FUSEDML_HYPOTHESIS_PROFILE=dev runs fewer locally.
 settings.register_profile(

@@ -27,6 +27,13 @@ def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _bandwidths(size_bytes: int, repeats: int) -> tuple[float, float]:
+    big = np.ones(size_bytes // 8)
+    read = big.nbytes / _median_seconds(big.sum, repeats)
+    write = big.nbytes / _median_seconds(lambda: big.fill(0.5), repeats)
+    return read, write
+
+
 def _flop_kernel():
     import numba
 
@@ -74,11 +81,7 @@ def measure(
 ):
     """``dispatch_probe(k)`` runs k unfused operators on tiny data; the marginal time per operator
     is the dispatch overhead (without a probe: a bare numpy call's)."""
-    n = size_bytes // 8
-    a = np.ones(n)
-    read = 8 * n / _median_seconds(lambda: a.sum(), repeats)
-    write = 8 * n / _median_seconds(lambda: a.fill(0.5), repeats)
-    del a
+    read, write = _bandwidths(size_bytes, repeats)
     kernel = _flop_kernel()
     x = np.ones(1 << 14)
     reps = 256

@@ -52,7 +52,7 @@ class Selection:
 class _Option:
     entry: MemoEntry
     children: tuple[Node, ...]  # fused inputs
-    edges: frozenset[Edge]  # (node, child) per fused input
+    edges: int  # bit mask of the (node, child) edges it fuses
 
 
 class PlanSpace:
@@ -61,39 +61,55 @@ class PlanSpace:
 
     def __init__(self, memo: MemoTable) -> None:
         self.memo = memo
+        # cut sets are bit masks over the fusable edges: cheap to intersect and to hash
+        self.bit: dict[Edge, int] = {}
         self.options: dict[Node, tuple[_Option, ...]] = {}
-        self.below: dict[Node, frozenset[Edge]] = {}
+        self.below: dict[Node, int] = {}  # the edges in a node's subgraph
+        self.reach: dict[Node, int] = {}  # the edges an operator rooted here could fuse
         for node in memo.dag.nodes:
             opts = []
             for e in memo[node]:
                 children = tuple(e.fused_inputs(node))
-                opts.append(_Option(e, children, frozenset((node, c) for c in children)))
+                mask = 0
+                for c in children:
+                    mask |= self.bit.setdefault((node, c), 1 << len(self.bit))
+                opts.append(_Option(e, children, mask))
             self.options[node] = tuple(opts)
-            below: set[Edge] = set()
+            reach = 0
+            for o in opts:
+                reach |= o.edges
+                for c in o.children:
+                    reach |= self.reach[c]
+            self.reach[node] = reach
+            below = 0
             for o in opts:
                 below |= o.edges
             for child in node.inputs:
-                below |= self.below.get(child, frozenset())
-            self.below[node] = frozenset(below)
+                below |= self.below.get(child, 0)
+            self.below[node] = below
         self._inner: dict[tuple, _Option | None] = {}
         self._operator: dict[tuple, Candidate | None] = {}
         self._steps: dict[tuple, frozenset] = {}
+        self._cover: dict[tuple, frozenset[Node]] = {}
 
-    def planner(self, cut: frozenset[Edge] = frozenset()) -> Planner:
-        return Planner(self, cut)
+    def mask(self, edges: Iterable[Edge]) -> int:
+        mask = 0
+        for e in edges:
+            mask |= self.bit.get(e, 0)
+        return mask
 
 
 class Planner:
     """Plan construction for one cut set."""
 
-    def __init__(self, space: PlanSpace | MemoTable, cut: frozenset[Edge] = frozenset()) -> None:
+    def __init__(self, space: PlanSpace | MemoTable, cut: Iterable[Edge] | int = 0) -> None:
         self.space = space if isinstance(space, PlanSpace) else PlanSpace(space)
-        self.cut = frozenset(cut)
+        self.cut = cut if isinstance(cut, int) else self.space.mask(cut)
 
-    def _local_cut(self, node: Node) -> frozenset[Edge]:
-        if not self.cut:
-            return self.cut
-        return self.cut & self.space.below[node]
+    def _local_cut(self, node: Node) -> int:
+        """The cut edges an operator rooted at ``node`` could meet: its choices depend on no
+        others, so they are cached by this mask."""
+        return self.cut & self.space.reach[node]
 
     def inner_option(self, node: Node, parent: TemplateType) -> _Option | None:
         """How ``node`` is computed inside an operator of type ``parent`` (None: impossible)."""
@@ -106,7 +122,7 @@ class Planner:
         best = None
         for o in self.space.options[node]:
             e = o.entry
-            if e.type not in allowed or not e.close.is_open or not o.edges.isdisjoint(local):
+            if e.type not in allowed or not e.close.is_open or o.edges & local:
                 continue
             if all(self.inner_option(c, parent) is not None for c in o.children):
                 score = (e.type is not parent, -e.n_fused)
@@ -116,6 +132,13 @@ class Planner:
         return cache[key]
 
     def cover(self, node: Node, root: _Option) -> frozenset[Node]:
+        key = (node, root, self._local_cut(node))
+        nodes = self.space._cover.get(key)
+        if nodes is None:
+            nodes = self.space._cover[key] = self._cover(node, root)
+        return nodes
+
+    def _cover(self, node: Node, root: _Option) -> frozenset[Node]:
         t = root.entry.type
         nodes = {node}
         stack = [root]
@@ -136,12 +159,12 @@ class Planner:
                     nodes.add(n.inputs[k])
         return frozenset(nodes)
 
-    def _root_option(self, node: Node, local: frozenset[Edge]) -> _Option | None:
+    def _root_option(self, node: Node, local: int) -> _Option | None:
         valid = [
             o
             for o in self.space.options[node]
             if o.entry.close.is_valid
-            and o.edges.isdisjoint(local)
+            and not o.edges & local
             and all(self.inner_option(c, o.entry.type) is not None for c in o.children)
         ]
         if not valid:
@@ -187,7 +210,7 @@ class Planner:
         (node, cut edges below it, scope), so cut sets that agree below a node share the work."""
         if node.op in LEAF or (scope is not None and node not in scope):
             return frozenset()
-        key = (node, self._local_cut(node), scope)
+        key = (node, self.cut & self.space.below[node], scope)
         cache = self.space._steps
         steps = cache.get(key)
         if steps is None:

@@ -14,6 +14,7 @@ ranges are numpy views and cost only their dispatch).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from fusedml.select.constants import CostConstants
 CSR_BYTES_PER_NNZ = 12  # float64 value + int32 column index
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def node_bytes(n: Node) -> float:
     meta = n.meta
     if meta.is_scalar:
@@ -40,6 +42,7 @@ def _work_cells(n: Node) -> float:
     return n.meta.nnz if n.meta.format is Format.CSR else n.meta.cells
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def node_flops(n: Node) -> float:
     if n.op in ELEMENTWISE:
         return FLOPS_PER_CELL[n.op] * _work_cells(n)

@@ -24,7 +24,6 @@ from fusedml.select.magg import build_multi_aggregates
 from fusedml.select.points import (
     Point,
     components,
-    fusable_edges,
     interesting_points,
     multi_consumer_cut,
 )
@@ -64,14 +63,16 @@ def fuse_no_redundancy(memo: MemoTable, model: CostModel) -> SelectionResult:
 
 
 class _Search:
+    """The cost-based search. Cut sets are bit masks over the fusable edges (``PlanSpace.bit``)."""
+
     def __init__(self, memo: MemoTable, model: CostModel) -> None:
         self.memo = memo
         self.space = PlanSpace(memo)
         self.model = model
-        self.edges = fusable_edges(memo)
         self.stats = SearchStats()
+        self.edges: list[Edge] = sorted(self.space.bit, key=self.space.bit.__getitem__)
         dag = memo.dag
-        fused_by = {(c, p) for c, p in self.edges}
+        fused_by = set(self.edges)
         roots = set(dag.roots)
         # materialized whatever the plan: outputs, and inputs of consumers that never fuse them
         self.always_required = {
@@ -79,14 +80,30 @@ class _Search:
             for n in memo.entries
             if n in roots or any((c, n) not in fused_by for c in dag.consumers[n])
         }
-        self._cost_cache: dict[tuple, float] = {}
+        self._cost_cache: dict[tuple[frozenset[Node], int], float] = {}
+        self._touching: dict[frozenset[Node], int] = {}
+        self._solved: dict[tuple, tuple[float, int]] = {}
 
-    def required(self, nodes: frozenset[Node], cut: frozenset[Edge]) -> list[Node]:
-        cut_producers = {p for _, p in cut}
+    def mask(self, point: Point) -> int:
+        return self.space.mask(point.edges)
+
+    def edges_of(self, mask: int) -> frozenset[Edge]:
+        return frozenset(e for b, e in enumerate(self.edges) if mask >> b & 1)
+
+    def touching(self, nodes: frozenset[Node]) -> int:
+        """The edges with an end in ``nodes``: only their cut state matters for the scope."""
+        mask = self._touching.get(nodes)
+        if mask is None:
+            mask = self.space.mask(e for e in self.edges if e[0] in nodes or e[1] in nodes)
+            self._touching[nodes] = mask
+        return mask
+
+    def required(self, nodes: frozenset[Node], cut: int) -> list[Node]:
+        cut_producers = {p for _, p in self.edges_of(cut)}
         return [n for n in nodes if n in self.always_required or n in cut_producers]
 
-    def scope_cost(self, nodes: frozenset[Node], cut: frozenset[Edge]) -> float:
-        local = frozenset(e for e in cut if e[0] in nodes or e[1] in nodes)
+    def scope_cost(self, nodes: frozenset[Node], cut: int) -> float:
+        local = cut & self.touching(nodes)
         key = (nodes, local)
         cost = self._cost_cache.get(key)
         if cost is None:
@@ -96,16 +113,23 @@ class _Search:
             self.stats.plans_costed += 1
         return cost
 
-    def solve(
-        self, nodes: frozenset[Node], points: list[Point], cut: frozenset[Edge]
-    ) -> tuple[float, frozenset[Edge]]:
-        points = [pt for pt in points if pt.producer in nodes and not pt.edges <= cut]
+    def solve(self, nodes: frozenset[Node], points: list[Point], cut: int) -> tuple[float, int]:
+        points = [pt for pt in points if pt.producer in nodes and self.mask(pt) & ~cut]
+        # the same part with the same cut edges around it recurs in different branches
+        key = (nodes, frozenset(points), cut & self.touching(nodes))
+        solved = self._solved.get(key)
+        if solved is None:
+            cost, chosen = self._solve(nodes, points, cut)
+            solved = self._solved[key] = (cost, chosen & ~cut)
+        return solved[0], solved[1] | cut
+
+    def _solve(self, nodes: frozenset[Node], points: list[Point], cut: int) -> tuple[float, int]:
         if len(points) > EXHAUSTIVE_MAX_POINTS:
             split = self._splitting_point(nodes, points, cut)
             if split is not None:
                 point, parts = split
                 rest = [pt for pt in points if pt is not point]
-                cut_t = cut | point.edges
+                cut_t = cut | self.mask(point)
                 cost_t, chosen_t = 0.0, cut_t
                 for part in parts:
                     c, ch = self.solve(part, rest, cut_t)
@@ -118,33 +142,40 @@ class _Search:
     def _splitting_point(self, nodes, points, cut):
         best = None
         for pt in points:
-            parts = components(nodes, (e for e in self.edges if e not in cut and e not in pt.edges))
+            removed = cut | self.mask(pt)
+            kept = (e for b, e in enumerate(self.edges) if not removed >> b & 1)
+            parts = components(nodes, kept)
             if len(parts) < 2:
                 continue
             sizes = sorted(sum(pt2.producer in part for pt2 in points) for part in parts)
+            if len(sizes) < 2 or sizes[-2] == 0:
+                continue  # one part keeps every other point: branching would only double work
             score = (sizes[-1], -len(parts))  # the most balanced split first
             if best is None or score < best[0]:
                 best = (score, pt, parts)
         return None if best is None else (best[1], best[2])
 
     def _enumerate(
-        self, nodes: frozenset[Node], points: list[Point], cut: frozenset[Edge]
-    ) -> tuple[float, frozenset[Edge]]:
+        self, nodes: frozenset[Node], points: list[Point], cut: int
+    ) -> tuple[float, int]:
         """MPSkipEnum: all assignments in binary order, bit 0 (most significant) the point with
         the largest intermediate, since the lower bound prunes most there."""
         points = sorted(points, key=lambda pt: -node_bytes(pt.producer))
         k = len(points)
         total = 1 << k
         self.stats.plans_total += total
+        masks = [self.mask(pt) for pt in points]
         required = set(self.required(nodes, cut))
         external = {i for n in nodes for i in n.inputs if i not in nodes}
         bound = ScopeBound.of(nodes, external, required)
+        extra = [0.0 if pt.producer in required else node_bytes(pt.producer) for pt in points]
 
-        def trues(i: int) -> list[Point]:
-            return [pt for b, pt in enumerate(points) if i >> (k - 1 - b) & 1]
-
-        def cut_of(i: int) -> frozenset[Edge]:
-            return cut.union(*(pt.edges for pt in trues(i)))
+        def cut_of(i: int) -> int:
+            out = cut
+            for b in range(k):
+                if i >> (k - 1 - b) & 1:
+                    out |= masks[b]
+            return out
 
         # fuse-all and no-redundancy within the scope first: the initial upper bound
         best_cost, best_cut = min(
@@ -153,12 +184,11 @@ class _Search:
         )
         i = 1
         while i < total - 1:
-            chosen = trues(i)
-            extra = {pt.producer for pt in chosen} - required
-            if self.model.lower_bound(bound, sum(map(node_bytes, extra))) >= best_cost:
+            bits = [b for b in range(k) if i >> (k - 1 - b) & 1]
+            materialized = {points[b].producer: extra[b] for b in bits}
+            if self.model.lower_bound(bound, sum(materialized.values())) >= best_cost:
                 # every assignment that only adds points after the last true one is no better
-                last_true = max(b for b in range(k) if i >> (k - 1 - b) & 1)
-                skip = 1 << (k - 1 - last_true)
+                skip = 1 << (k - 1 - bits[-1])
                 self.stats.plans_pruned += min(skip, total - 1 - i)
                 i += skip
                 continue
@@ -189,11 +219,11 @@ def search_cut(memo: MemoTable, model: CostModel) -> tuple[frozenset[Edge], _Sea
     search.stats.interesting_points = len(points)
     partitions = components(memo.entries, search.edges)
     search.stats.partitions = len(partitions)
-    cut: frozenset[Edge] = frozenset()
+    cut = 0
     for part in partitions:
-        _, chosen = search.solve(part, points, frozenset())
+        _, chosen = search.solve(part, points, 0)
         cut |= chosen
-    return cut, search
+    return search.edges_of(cut), search
 
 
 def cost_based(memo: MemoTable, model: CostModel) -> SelectionResult:

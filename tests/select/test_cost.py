@@ -79,7 +79,8 @@ def test_calibrate_measures_and_stores(tmp_path):
     )
     assert all(v > 0 for v in values.values())
     with fm.config(cache_dir=str(tmp_path)):
-        assert current_constants().read_bandwidth_bytes_per_s == values[
-            "read_bandwidth_bytes_per_s"
-        ]
-    assert json.loads(open(path).read()).keys() == values.keys()
+        assert (
+            current_constants().read_bandwidth_bytes_per_s == values["read_bandwidth_bytes_per_s"]
+        )
+    with open(path) as f:
+        assert json.load(f).keys() == values.keys()

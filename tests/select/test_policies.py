@@ -5,11 +5,11 @@ import itertools
 
 import numpy as np
 import pytest
+from fusedml.datasets.bodies import BODIES
 from hypothesis import given, settings
 
 import fusedml as fm
 from fusedml import pipeline
-from fusedml.datasets.bodies import BODIES
 from fusedml.select.candidates import Planner
 from fusedml.select.points import interesting_points
 from fusedml.select.policies import search_cut
@@ -70,9 +70,9 @@ def test_search_finds_the_exhaustive_optimum(name, rows):
     points = interesting_points(memo)
     assert len(points) >= 8  # a search space worth pruning
     brute = min(
-        model.selection(Planner(space, frozenset().union(*(p.edges for p in subset))).build(
-            memo.dag.roots
-        ))
+        model.selection(
+            Planner(space, frozenset().union(*(p.edges for p in subset))).build(memo.dag.roots)
+        )
         for k in range(len(points) + 1)
         for subset in itertools.combinations(points, k)
     )

@@ -4,9 +4,9 @@ the optimizer issue), and that they compute the reference's numbers."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fusedml.datasets.bodies import mlogreg_step
 
 import fusedml as fm
-from fusedml.datasets.bodies import mlogreg_step
 from fusedml.ir.ops import Op
 
 ROWS = 200_000  # large enough that fusing pays for the amortized compile in the cost model
