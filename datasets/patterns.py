@@ -21,7 +21,11 @@ class Pattern:
     template: str  # the template the optimizer should pick under cost_based
     formats: tuple[str, ...]  # "dense" and/or "sparse"
     make_data: Callable[[int, str, int], dict[str, Any]]  # (rows, format, seed) -> inputs
-    build: Callable[[dict[str, Any]], Any]  # inputs -> fm expression(s)
+    build_from: Callable[[dict[str, Any]], Any]  # fm.matrix leaves -> fm expression(s)
+
+    def build(self, data: dict[str, Any]) -> Any:
+        """The expression over ``data``, one leaf per input (shared by every use of it)."""
+        return self.build_from({k: fm.matrix(v) for k, v in data.items()})
 
 
 def _matrix(rows: int, cols: int, fmt: str, seed: int, density: float = 0.1):
@@ -62,7 +66,7 @@ def _mlogreg_data(rows, fmt, seed):
 
 
 def _mlogreg_hv(d):
-    X, P, V = (fm.matrix(d[k]) for k in "XPV")
+    X, P, V = d["X"], d["P"], d["V"]
     Q = P * (X @ V)
     return X.T @ (Q - P * fm.sum(Q, axis=1, keepdims=True))
 
@@ -72,23 +76,19 @@ PATTERNS: dict[str, Pattern] = {
     for p in (
         Pattern(
             "sum(X*Y*Z)", "cell", ("dense", "sparse"), _cell_data,
-            lambda d: fm.sum(fm.matrix(d["X"]) * d["Y"] * d["Z"]),
+            lambda d: fm.sum(d["X"] * d["Y"] * d["Z"]),
         ),
         Pattern(
             "sum(X**2), sum(X*Y), sum(Y**2)", "magg", ("dense", "sparse"), _cell_data,
-            lambda d: (
-                fm.sum(fm.matrix(d["X"]) ** 2),
-                fm.sum(fm.matrix(d["X"]) * d["Y"]),
-                fm.sum(fm.matrix(d["Y"]) ** 2),
-            ),
+            lambda d: (fm.sum(d["X"] ** 2), fm.sum(d["X"] * d["Y"]), fm.sum(d["Y"] ** 2)),
         ),
         Pattern(
             "X.T @ (w * (X @ v))", "row", ("dense", "sparse"), _mmchain_data,
-            lambda d: fm.matrix(d["X"]).T @ (d["w"] * (fm.matrix(d["X"]) @ d["v"])),
+            lambda d: d["X"].T @ (d["w"] * (d["X"] @ d["v"])),
         ),
         Pattern(
             "sum(W * (U @ V.T)**2)", "outer", ("sparse",), _outer_data,
-            lambda d: fm.sum(fm.matrix(d["W"]) * (fm.matrix(d["U"]) @ fm.matrix(d["V"]).T) ** 2),
+            lambda d: fm.sum(d["W"] * (d["U"] @ d["V"].T) ** 2),
         ),
         Pattern(
             "X.T @ (Q - P * rowsum(Q)), Q = P * (X @ V)", "row", ("dense", "sparse"),

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -119,10 +120,39 @@ def _fused_ops(result: SelectionResult | None, model: CostModel) -> tuple[FusedO
     )
 
 
+_PLAN_CACHE_SIZE = 256
+_plan_cache: OrderedDict[tuple, Plan] = OrderedDict()
+_plan_cache_lock = threading.Lock()
+
+
 def optimize_until(outputs: Any, stage: str = "plan", fusion: str | None = None) -> Any:
-    """The artifact of ``stage`` (one of ``STAGES``) for ``outputs`` (Exprs, nodes or a Dag)."""
+    """The artifact of ``stage`` (one of ``STAGES``) for ``outputs`` (Exprs, nodes or a Dag).
+
+    Plans are cached by (output nodes, fusion mode, configuration): nodes are hash-consed, so
+    evaluating the same expression again, or an equal one over the same inputs, skips the optimizer.
+    """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+    if stage != "plan":
+        return _optimize(outputs, stage, fusion)
+    dag = as_dag(outputs)
+    key = (dag.roots, fusion, get_config())
+    with _plan_cache_lock:
+        plan = _plan_cache.get(key)
+        if plan is not None:
+            _plan_cache.move_to_end(key)
+    if plan is not None:
+        _stats.bump("plan_cache_hits")
+        return plan
+    plan = _optimize(dag, stage, fusion)
+    with _plan_cache_lock:
+        _plan_cache[key] = plan
+        while len(_plan_cache) > _PLAN_CACHE_SIZE:
+            _plan_cache.popitem(last=False)
+    return plan
+
+
+def _optimize(outputs: Any, stage: str, fusion: str | None) -> Any:
     stages = _Stages()
     dag = stages.run("dag", as_dag, outputs)
     if stage == "dag":

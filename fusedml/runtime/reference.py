@@ -77,6 +77,8 @@ def _elementwise_dense_then_csr(node: Node, args: Sequence[Value]) -> sp.csr_arr
 
 def _annihilating(node: Node, a: Value, b: Value) -> sp.csr_array:
     shape = node.shape
+    if a is b and node.op is Op.MUL:  # x * x: same pattern, no intersection needed
+        return _csr(apply_elementwise(Op.MUL, a.data, a.data) * (a.data != 0), a)
     if sp.issparse(a) and sp.issparse(b) and a.shape == b.shape == shape and node.op is Op.MUL:
         keys, ia, ib = np.intersect1d(_keys(a), _keys(b), assume_unique=True, return_indices=True)
         va, vb = a.data[ia], b.data[ib]

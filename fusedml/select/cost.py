@@ -45,7 +45,9 @@ def _work_cells(n: Node) -> float:
 @functools.lru_cache(maxsize=1 << 14)
 def node_flops(n: Node) -> float:
     if n.op in ELEMENTWISE:
-        return FLOPS_PER_CELL[n.op] * _work_cells(n)
+        exponent = n.inputs[1].attr("value") if n.op is Op.POW else None
+        weight = 1.0 if exponent == 2.0 else FLOPS_PER_CELL[n.op]  # x**2 is computed as x*x
+        return weight * _work_cells(n)
     if n.op in AGGREGATE:
         return FLOPS_PER_AGGREGATED_CELL[n.op] * _work_cells(n.inputs[0])
     if n.op is Op.MATMUL:
