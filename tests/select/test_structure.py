@@ -123,3 +123,17 @@ def test_jit_body_fixture_plan_is_fused_and_correct():
     got = step(*args)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-10)
+
+
+def test_row_template_covers_column_ranges_hstack_and_skinny_products(dense):
+    X, Y = fm.matrix(dense["X"]), fm.matrix(dense["Y"])
+    B = fm.matrix(dense["V"])
+    expr = fm.sum(fm.hstack([X[:, :10], Y]) * 2, axis=1) + fm.sum((X @ B) ** 2, axis=1)
+    plan = fm.explain(expr, fusion="fuse_all")
+    assert "row" in templates(plan)
+    covered = {n.op for op in plan.operators for n in op.nodes}
+    assert {Op.COLS, Op.HSTACK, Op.MATMUL} <= covered
+    x, y, b = dense["X"], dense["Y"], dense["V"]
+    want = (np.hstack([x[:, :10], y]) * 2).sum(axis=1) + ((x @ b) ** 2).sum(axis=1)
+    for mode in ("fuse_all", "cost_based"):
+        np.testing.assert_allclose(fm.evaluate(expr, fusion=mode), want, rtol=1e-12)
