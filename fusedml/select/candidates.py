@@ -91,6 +91,7 @@ class PlanSpace:
         self._operator: dict[tuple, Candidate | None] = {}
         self._steps: dict[tuple, frozenset] = {}
         self._cover: dict[tuple, frozenset[Node]] = {}
+        self._candidates: dict[tuple, Candidate] = {}
 
     def mask(self, edges: Iterable[Edge]) -> int:
         mask = 0
@@ -202,6 +203,8 @@ class Planner:
                     )
                 )
                 op = Candidate(root.entry.type, (node,), nodes, inputs, aggregated)
+                # equal operators reached under different cut sets are one object (costed once)
+                op = self.space._candidates.setdefault((op.type, node, nodes, aggregated), op)
         cache[key] = op
         return op
 

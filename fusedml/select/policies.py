@@ -83,6 +83,7 @@ class _Search:
         self._cost_cache: dict[tuple[frozenset[Node], int], float] = {}
         self._touching: dict[frozenset[Node], int] = {}
         self._solved: dict[tuple, tuple[float, int]] = {}
+        self._always: dict[frozenset[Node], list[Node]] = {}
 
     def mask(self, point: Point) -> int:
         return self.space.mask(point.edges)
@@ -99,8 +100,19 @@ class _Search:
         return mask
 
     def required(self, nodes: frozenset[Node], cut: int) -> list[Node]:
-        cut_producers = {p for _, p in self.edges_of(cut)}
-        return [n for n in nodes if n in self.always_required or n in cut_producers]
+        """Nodes of the scope every plan with this cut materializes: the always-required ones
+        and the producers of cut edges."""
+        base = self._always.get(nodes)
+        if base is None:
+            base = self._always[nodes] = [n for n in nodes if n in self.always_required]
+        extra = set()
+        while cut:
+            low = cut & -cut
+            producer = self.edges[low.bit_length() - 1][1]
+            if producer in nodes:
+                extra.add(producer)
+            cut ^= low
+        return base + [n for n in extra if n not in self.always_required]
 
     def scope_cost(self, nodes: frozenset[Node], cut: int) -> float:
         local = cut & self.touching(nodes)
@@ -147,7 +159,8 @@ class _Search:
             parts = components(nodes, kept)
             if len(parts) < 2:
                 continue
-            sizes = sorted(sum(pt2.producer in part for pt2 in points) for part in parts)
+            others = [pt2 for pt2 in points if pt2 is not pt]
+            sizes = sorted(sum(pt2.producer in part for pt2 in others) for part in parts)
             if len(sizes) < 2 or sizes[-2] == 0:
                 continue  # one part keeps every other point: branching would only double work
             score = (sizes[-1], -len(parts))  # the most balanced split first
