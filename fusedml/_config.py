@@ -6,7 +6,8 @@ The defaults come from environment variables once, at import time:
 |---------------------|-----------|----------------------------------------------------------|
 | FUSEDML_FUSION      | fusion    | default fusion mode (see FUSION_MODES)                   |
 | FUSEDML_DEBUG       | debug     | 0 quiet; 1 verify DAGs after rewrites; 2 + print plans   |
-| FUSEDML_CACHE_DIR   | cache_dir | where compiled kernels are kept (used once codegen lands)|
+| FUSEDML_CACHE_DIR   | cache_dir | generated kernels and calibration are kept here          |
+| FUSEDML_CODEGEN     | codegen   | 0: fused operators run through the reference interpreter |
 
 A context variable (not a global) holds the current config, so threads and asyncio tasks each see
 their own scope and estimators stay picklable.
@@ -53,6 +54,7 @@ class Config:
     fusion: str = DEFAULT_FUSION
     debug: int = 0
     cache_dir: str = ""
+    codegen: bool = True  # run fused operators as generated kernels (False: reference only)
     # cost-model constants; None = calibrated value or documented default (select/constants.py)
     read_bandwidth_bytes_per_s: float | None = None
     write_bandwidth_bytes_per_s: float | None = None
@@ -85,7 +87,8 @@ def _from_env() -> Config:
     if not debug.isdigit():
         raise ValueError(f"environment variable FUSEDML_DEBUG must be an integer, got {debug!r}")
     cache_dir = os.environ.get("FUSEDML_CACHE_DIR") or _default_cache_dir()
-    return Config(fusion=fusion, debug=int(debug), cache_dir=cache_dir)
+    codegen = os.environ.get("FUSEDML_CODEGEN", "1") not in ("0", "false", "no")
+    return Config(fusion=fusion, debug=int(debug), cache_dir=cache_dir, codegen=codegen)
 
 
 # The default (not a set()) so that new threads, which start from an empty context, see it too.

@@ -13,5 +13,9 @@ class RewriteCycleError(FusedMLError, RuntimeError):
     """The rewrite fixpoint revisited a DAG it had already produced (the rule table has a cycle)."""
 
 
+class KernelFallbackWarning(UserWarning):
+    """A generated kernel failed to build or run; its operator ran through the reference."""
+
+
 class FusionModeWarning(UserWarning):
     """A fusion mode was requested that this build cannot honour yet; it runs as another mode."""

@@ -4,6 +4,7 @@ reference interpreter, so every fusion mode computes the reference's numbers."""
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,11 +13,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from fusedml import _stats
+from fusedml._config import get_config
+from fusedml._errors import KernelFallbackWarning
 from fusedml.cplan.plan import FusedOp, Plan
 from fusedml.formats import Format
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
+from fusedml.runtime.fused import SUPPORTED, run_cell
 from fusedml.runtime.reference import Value, evaluate_node
 
 
@@ -69,10 +73,31 @@ def evaluate_dag(dag: Dag, values: dict[Node, Value]) -> list[Value]:
     return [values[r] for r in dag.roots]
 
 
+_fallback_warned: set = set()
+
+
 def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
+    if get_config().codegen and op.cplan.template in SUPPORTED:
+        try:
+            return run_cell(op, values)
+        except Exception as exc:  # never a wrong answer: the reference computes this operator
+            _stats.bump("kernel_fallbacks")
+            key = op.cplan.key
+            if key not in _fallback_warned:
+                _fallback_warned.add(key)
+                warnings.warn(
+                    f"generated kernel for a {op.template} operator failed "
+                    f"({type(exc).__name__}: {exc}); running it through the reference interpreter",
+                    KernelFallbackWarning,
+                    stacklevel=2,
+                )
+    return _run_reference(op, values)
+
+
+def _run_reference(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     cplan = op.cplan
     bound = {param: values[node] for param, node in zip(cplan.params, cplan.inputs, strict=True)}
-    _stats.bump("fused_ops_executed")
+    _stats.bump("fused_ops_by_reference")
     return evaluate_dag(cplan.body, bound)
 
 
@@ -98,6 +123,7 @@ def execute(plan: Plan, bindings: Mapping[Node, Value]) -> list[Value]:
                 values[node] = node.attr("value")
         for step in steps:
             if isinstance(step, FusedOp):
+                _stats.bump("fused_ops_executed")
                 outputs = _run_fused(step, values)
                 for root, value in zip(step.roots, outputs, strict=True):
                     _check_result(root, value)

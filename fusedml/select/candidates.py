@@ -194,10 +194,12 @@ class Planner:
             aggregated = root.entry.close is CloseType.CLOSED_VALID
             if len(nodes) > 1 or aggregated:  # one operation without aggregation: leave to numpy
                 # literals stay in the operator's body; everything else it reads is an input
+                # in DAG order, so that kernels' parameter order is the same in every process
+                index = self.space.memo.dag.index
                 inputs = tuple(
                     dict.fromkeys(
                         i
-                        for n in nodes
+                        for n in sorted(nodes, key=index.__getitem__)
                         for i in n.inputs
                         if i not in nodes and i.op is not Op.CONST
                     )
@@ -230,7 +232,8 @@ class Planner:
         """Operators and unfused nodes computing ``required``; with ``scope``, stop at nodes outside
         it (they are computed by another, independent part of the plan)."""
         steps = self.steps(required, scope)
-        ordered = sorted(steps, key=lambda s: s.roots[0].id if isinstance(s, Candidate) else s.id)
+        index = self.space.memo.dag.index
+        ordered = sorted(steps, key=lambda s: index[s.roots[0] if isinstance(s, Candidate) else s])
         return Selection(
             [s for s in ordered if isinstance(s, Candidate)],
             [s for s in ordered if not isinstance(s, Candidate)],

@@ -37,9 +37,8 @@ def _independent(a: Candidate, b: Candidate) -> bool:
 
 
 def build_multi_aggregates(sel: Selection, model: CostModel) -> Selection:
-    singles = sorted(
-        (op for op in sel.operators if _is_full_aggregate(op)), key=lambda op: op.roots[0].id
-    )
+    # operators come in DAG order from the planner
+    singles = [op for op in sel.operators if _is_full_aggregate(op)]
     groups: list[list[Candidate]] = []
     for op in singles:
         for group in groups:

@@ -55,14 +55,15 @@ def interesting_points(memo: MemoTable) -> list[Point]:
         Point("multi_consumer", p, frozenset(es)) for p, es in by_producer.items() if counts[p] >= 2
     ]
     multi = {pt.producer for pt in points}
-    for consumer, producer in sorted(edges, key=lambda e: (e[1].id, e[0].id)):
+    index = memo.dag.index
+    for consumer, producer in sorted(edges, key=lambda e: (index[e[1]], index[e[0]])):
         if producer in multi:
             continue
         used = {e.type for e in memo[consumer] if e.references(consumer, producer)}
         closable = {e.type for e in memo[producer] if e.close.is_valid}
         if closable - used:
             points.append(Point("template_change", producer, frozenset({(consumer, producer)})))
-    return sorted(points, key=lambda p: (p.producer.id, p.kind))
+    return sorted(points, key=lambda p: (index[p.producer], p.kind))
 
 
 def multi_consumer_cut(memo: MemoTable) -> frozenset[Edge]:

@@ -1,0 +1,98 @@
+"""CPlan bodies to Python source, through one ``op -> source`` table.
+
+Every body node becomes one assignment to a temporary, a float64 scalar per cell (Cell, MAgg and
+Outer bodies; Row bodies add per-row vectors, see ``row.py``). Float literals are not baked in:
+each becomes a kernel argument ``c0, c1, ...``, so a plan compiles once per structure. Semantics
+are the reference interpreter's: numpy's on float64 (NaN/inf propagate; kernels use
+``error_model="numpy"``), and a zero of a CSR operand annihilates in ``*`` and as the numerator
+of ``/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fusedml.formats import Format
+from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
+
+# elementwise op -> Python source over already-rendered operands {0}, {1}, {2}
+SCALAR_SOURCE: dict[Op, str] = {
+    Op.NEG: "(-{0})",
+    Op.EXP: "np.exp({0})",
+    Op.LOG: "np.log({0})",
+    Op.ABS: "abs({0})",
+    Op.SQRT: "np.sqrt({0})",
+    Op.SIGN: "np.sign({0})",
+    Op.SIGMOID: "(1.0 / (1.0 + np.exp(-{0})))",
+    Op.ADD: "({0} + {1})",
+    Op.SUB: "({0} - {1})",
+    Op.MUL: "({0} * {1})",
+    Op.DIV: "({0} / {1})",
+    Op.POW: "({0} ** {1})",
+    # numpy's minimum/maximum propagate NaN from either side
+    Op.MINIMUM: "({0} if {0} != {0} else ({1} if {1} != {1} or {1} < {0} else {0}))",
+    Op.MAXIMUM: "({0} if {0} != {0} else ({1} if {1} != {1} or {1} > {0} else {0}))",
+    Op.LT: "(1.0 if {0} < {1} else 0.0)",
+    Op.LE: "(1.0 if {0} <= {1} else 0.0)",
+    Op.GT: "(1.0 if {0} > {1} else 0.0)",
+    Op.GE: "(1.0 if {0} >= {1} else 0.0)",
+    Op.EQ: "(1.0 if {0} == {1} else 0.0)",
+    Op.NE: "(1.0 if {0} != {1} else 0.0)",
+    Op.WHERE: "({1} if {0} != 0.0 else {2})",
+}
+
+
+def is_csr(node: Node) -> bool:
+    return node.meta.format is Format.CSR
+
+
+def elementwise_source(node: Node, args: list[str]) -> str:
+    """Source of one elementwise node over rendered operands, with the CSR annihilation rule."""
+    text = SCALAR_SOURCE[node.op].format(*args)
+    if node.op is Op.MUL:
+        zeros = [a for a, i in zip(args, node.inputs, strict=True) if is_csr(i)]
+    elif node.op is Op.DIV:
+        zeros = [args[0]] if is_csr(node.inputs[0]) else []
+    else:
+        zeros = []
+    if zeros:
+        guard = " and ".join(f"{z} != 0.0" for z in zeros)
+        text = f"({text} if {guard} else 0.0)"
+    return text
+
+
+@dataclass
+class Literals:
+    """Float literals of a body, in a canonical order: they are passed as kernel arguments."""
+
+    nodes: list[Node] = field(default_factory=list)
+
+    def name(self, node: Node) -> str:
+        if node not in self.nodes:
+            self.nodes.append(node)
+        return f"c{self.nodes.index(node)}"
+
+    def positions(self, body) -> list[int]:  # body: ir.dag.Dag containing the literals
+        return [body.index[n] for n in self.nodes]
+
+
+def render_scalar_body(
+    order: list[Node], leaf: dict[Node, str], literals: Literals, indent: str
+) -> tuple[list[str], dict[Node, str]]:
+    """Assignments computing every node of ``order`` (topological, leaves excluded) per cell.
+
+    ``leaf`` maps placeholders (and other precomputed nodes) to source expressions."""
+    names = dict(leaf)
+    lines = []
+    for node in order:
+        if node in names:
+            continue
+        if node.op is Op.CONST:
+            names[node] = literals.name(node)
+            continue
+        args = [names[i] if i.op is not Op.CONST else literals.name(i) for i in node.inputs]
+        var = f"t{len(lines)}"
+        lines.append(f"{indent}{var} = {elementwise_source(node, args)}")
+        names[node] = var
+    return lines, names

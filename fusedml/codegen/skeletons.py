@@ -1,0 +1,243 @@
+"""Hand-written kernel skeletons (as source templates) for the Cell, MAgg and Outer templates.
+
+A skeleton owns the loops: ``prange`` over a fixed number of row chunks (so results do not depend
+on the thread count), sparse iteration, side-input access and aggregation with per-chunk partials
+combined in chunk order afterwards (deterministic). The generated body fills in one cell's value.
+Row skeletons live in ``row.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusedml.codegen.render import Literals, render_scalar_body
+from fusedml.formats import Format
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.ir.ops import AGGREGATE, Op
+
+CHUNKS = 64  # row chunks per kernel call: enough for load balance, few partials to combine
+
+PRELUDE = """\
+import numba
+import numpy as np
+from numba import prange
+
+_JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _min(acc, v):
+    return v if (acc == acc and not (acc <= v)) else acc
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _max(acc, v):
+    return v if (acc == acc and not (acc >= v)) else acc
+
+
+@numba.njit(inline="always")
+def _fill_row(buf, data, indices, indptr, row):
+    buf[:] = 0.0
+    for p in range(indptr[row], indptr[row + 1]):
+        buf[indices[p]] = data[p]
+"""
+
+INIT = {"sum": "0.0", "mean": "0.0", "min": "np.inf", "max": "-np.inf"}
+
+
+def fold(agg: str, acc: str, value: str) -> str:
+    if agg in ("sum", "mean"):
+        return f"{acc} += {value}"
+    return f"{acc} = _{agg}({acc}, {value})"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel input: a placeholder of the CPlan body."""
+
+    node: Node
+    name: str
+
+    @property
+    def scalar(self) -> bool:
+        return self.node.meta.is_scalar
+
+    @property
+    def csr(self) -> bool:
+        return self.node.meta.format is Format.CSR
+
+    def args(self) -> list[str]:
+        if self.csr:
+            return [f"{self.name}_data", f"{self.name}_indices", f"{self.name}_indptr"]
+        return [self.name]
+
+    def row(self, i: str) -> str:
+        return "0" if self.node.meta.rows == 1 else i
+
+    def col(self, j: str) -> str:
+        return "0" if self.node.meta.cols == 1 else j
+
+
+class Source:
+    """Accumulates indented lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def extend(self, lines: list[str]) -> None:
+        self.lines.extend(lines)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _side_access(params: list[Param], main: Param, i: str, j: str, src: Source, depth: int):
+    """Source expression per placeholder at cell (i, j); fills CSR side rows into buffers."""
+    access: dict[Node, str] = {}
+    for p in params:
+        if p is main:
+            continue
+        if p.scalar:
+            access[p.node] = p.name
+        elif p.csr:
+            src(depth, f"_fill_row({p.name}_buf, {p.name}_data, {p.name}_indices, "
+                       f"{p.name}_indptr, {p.row(i)})")  # fmt: skip
+            access[p.node] = f"{p.name}_buf[{p.col(j)}]"
+        else:
+            access[p.node] = f"{p.name}[{p.row(i)}, {p.col(j)}]"
+    return access
+
+
+def _buffers(params: list[Param], main: Param, src: Source, depth: int) -> None:
+    for p in params:
+        if p.csr and p is not main:
+            src(depth, f"{p.name}_buf = np.zeros({p.node.meta.cols})")
+
+
+def _arguments(params: list[Param], literals: Literals) -> list[str]:
+    args = ["m", "n"]
+    for p in params:
+        args += p.args()
+    return args + [f"c{k}" for k in range(len(literals.nodes))]
+
+
+@dataclass
+class Kernel:
+    source: str  # the module's source (prelude + one kernel function ``kernel``)
+    literal_positions: list[int]  # body.nodes index of the literal passed as c0, c1, ...
+    params: list[Param]
+    sparse_iteration: bool  # iterates only the main input's non-zeros
+
+
+def cell_kernel(
+    params: list[Param], body: Dag, aggs: list[str | None], axis, sparse: bool
+) -> Kernel:
+    """Cell and MAgg: one value per cell of the main input's shape, then no / row / column / full
+    aggregation (MAgg: several full aggregates). ``sparse``: iterate only the main input's
+    non-zeros (its body maps a zero to zero)."""
+    main = params[0]
+    values = [r.inputs[0] if r.op in AGGREGATE else r for r in body.roots]
+    order = [n for n in Dag(values).nodes if n.op is not Op.DATA]
+    literals = Literals()
+    src = Source()
+    src(0, "@numba.njit(**_JIT)")
+    # the literal list is complete only after rendering: render first, then write the signature
+    body_src = Source()
+    if aggs[0] is None:
+        kinds = "none"
+    else:
+        kinds = {None: "full", 1: "row", 0: "col"}[axis]
+    depth = 4
+    access = _side_access(params, main, "i", "j", body_src, 3)
+    main_value = "a_data[p]" if sparse else (
+        "a_buf[j]" if main.csr else f"a[{main.row('i')}, {main.col('j')}]"
+    )  # fmt: skip
+    access[main.node] = main_value
+    lines, names = render_scalar_body(order, access, literals, "    " * depth)
+    results = [names[v] if v.op is not Op.CONST else literals.name(v) for v in values]
+
+    src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
+    src(1, f"nchunk = min(m, {CHUNKS})")
+    k = len(values)
+    if kinds == "none":
+        src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
+    elif kinds == "full":
+        src(1, f"partial = np.empty((nchunk, {k}))")
+    elif kinds == "row":
+        src(1, "out = np.empty(m)")
+    else:
+        src(1, "partial = np.empty((nchunk, n))")
+        src(1, "counts = np.zeros((nchunk, n))")
+    src(1, "for c in prange(nchunk):")
+    src(2, "lo = c * m // nchunk")
+    src(2, "hi = (c + 1) * m // nchunk")
+    _buffers(params, main, src, 2)
+    if main.csr and not sparse:
+        src(2, "a_buf = np.zeros(n)")
+    if kinds == "full":
+        for r, agg in enumerate(aggs):
+            src(2, f"acc{r} = {INIT[agg]}")
+    if kinds == "col":
+        src(2, f"colacc = np.full(n, {INIT[aggs[0]]})")
+    src(2, "for i in range(lo, hi):")
+    if main.csr and not sparse:
+        src(3, "_fill_row(a_buf, a_data, a_indices, a_indptr, i)")
+    src.extend(body_src.lines)
+    if kinds == "row":
+        src(3, f"racc = {INIT[aggs[0]]}")
+    if sparse:
+        src(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
+        src(4, "j = a_indices[p]")
+    else:
+        src(3, "for j in range(n):")
+    src.extend(lines)
+    if kinds == "none":
+        src(4, f"out[p] = {results[0]}" if sparse else f"out[i, j] = {results[0]}")
+    elif kinds == "full":
+        for r, agg in enumerate(aggs):
+            src(4, fold(agg, f"acc{r}", results[r]))
+    elif kinds == "row":
+        src(4, fold(aggs[0], "racc", results[0]))
+    else:
+        src(4, fold(aggs[0], "colacc[j]", results[0]))
+        if sparse:
+            src(4, "counts[c, j] += 1.0")
+    if kinds == "row":
+        if sparse and aggs[0] in ("min", "max"):  # implicit zeros of the row take part
+            src(3, "if a_indptr[i + 1] - a_indptr[i] < n:")
+            src(4, fold(aggs[0], "racc", "0.0"))
+        src(3, "out[i] = racc")
+    if kinds == "full":
+        for r in range(k):
+            src(2, f"partial[c, {r}] = acc{r}")
+    if kinds == "col":
+        src(2, "partial[c, :] = colacc")
+    if kinds == "none" or kinds == "row":
+        src(1, "return out")
+    elif kinds == "full":
+        src(1, f"result = np.empty({k})")
+        for r, agg in enumerate(aggs):
+            src(1, f"acc = {INIT[agg]}")
+            src(1, "for c in range(nchunk):")
+            src(2, fold(agg, "acc", f"partial[c, {r}]"))
+            if sparse and agg in ("min", "max"):
+                src(1, "if a_indptr[m] < m * n:")
+                src(2, fold(agg, "acc", "0.0"))
+            src(1, f"result[{r}] = acc")
+        src(1, "return result")
+    else:
+        src(1, f"out = np.full(n, {INIT[aggs[0]]})")
+        src(1, "for c in range(nchunk):")
+        src(2, "for j in range(n):")
+        src(3, fold(aggs[0], "out[j]", "partial[c, j]"))
+        if sparse and aggs[0] in ("min", "max"):
+            src(1, "seen = counts.sum(axis=0)")
+            src(1, "for j in range(n):")
+            src(2, "if seen[j] < m:")
+            src(3, fold(aggs[0], "out[j]", "0.0"))
+        src(1, "return out")
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, sparse)
