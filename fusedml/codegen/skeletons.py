@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.formats import Format
+from fusedml.fusion.templates import outer_product
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, Op
@@ -54,10 +55,13 @@ def fold(agg: str, acc: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel input: a placeholder of the CPlan body."""
+    """One kernel input: a placeholder of the CPlan body. ``dense`` passes a CSR input densified
+    (matrices read whole, such as ``B`` in ``X @ B`` or the factors of ``U @ V.T``); the body still
+    applies the CSR rules, which follow the placeholder's format."""
 
     node: Node
     name: str
+    dense: bool = False
 
     @property
     def scalar(self) -> bool:
@@ -65,7 +69,7 @@ class Param:
 
     @property
     def csr(self) -> bool:
-        return self.node.meta.format is Format.CSR
+        return self.node.meta.format is Format.CSR and not self.dense
 
     def args(self) -> list[str]:
         if self.csr:
@@ -115,7 +119,7 @@ def _side_access(params: list[Param], main: Param, i: str, j: str, src: Source, 
 def _buffers(params: list[Param], main: Param, src: Source, depth: int) -> None:
     for p in params:
         if p.csr and p is not main:
-            src(depth, f"{p.name}_buf = np.zeros({p.node.meta.cols})")
+            src(depth, f"{p.name}_buf = np.zeros({'1' if p.node.meta.cols == 1 else 'n'})")
 
 
 def _arguments(params: list[Param], literals: Literals) -> list[str]:
@@ -239,5 +243,97 @@ def cell_kernel(
             src(1, "for j in range(n):")
             src(2, "if seen[j] < m:")
             src(3, fold(aggs[0], "out[j]", "0.0"))
+        src(1, "return out")
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, sparse)
+
+
+def _outer_factors(node: Node) -> tuple[Node, Node, bool]:
+    """(U, V, transposed) of an outer product U @ V.T (or U @ Vt with a materialized Vt)."""
+    left, right = node.inputs
+    if right.op is Op.TRANSPOSE:
+        return left, right.inputs[0], True
+    return left, right, False
+
+
+def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Kernel:
+    """Outer: ``f(W, U @ V.T)`` evaluated only at the driver W's non-zeros (``sparse``) or at every
+    cell, ``U[i] . V[j]`` computed per visited cell; then a full sum (``agg``), the cell values
+    (``cellwise``), ``(...) @ R`` (``right``) or ``(...).T @ L`` (``left``)."""
+    main = params[0]
+    name = {p.node: p.name for p in params}
+    (root,) = body.roots
+    value = root.inputs[0] if kind in ("agg", "right") else root
+    if kind == "left":
+        value = root.inputs[0].inputs[0]  # (Y).T @ L: the transpose of the cell values Y
+    outer_nodes = [n for n in Dag([value]).nodes if outer_product(n)]
+    literals = Literals()
+    prep = Source()
+    access = _side_access(params, main, "i", "j", prep, 3)
+    access[main.node] = "a_data[p]" if sparse else f"a[{main.row('i')}, {main.col('j')}]"
+    dots = []
+    for k, n in enumerate(outer_nodes):
+        u, v, transposed = _outer_factors(n)
+        v_at = f"{name[v]}[j, r]" if transposed else f"{name[v]}[r, j]"
+        dots += [f"uv{k} = 0.0", f"for r in range({name[u]}.shape[1]):",
+                 f"    uv{k} += {name[u]}[i, r] * {v_at}"]  # fmt: skip
+        access[n] = f"uv{k}"
+        if transposed:
+            access[n.inputs[1]] = "None"  # the transpose is read in place, never computed
+    order = [n for n in Dag([value]).nodes if n.op is not Op.DATA and n not in access]
+    lines, names = render_scalar_body(order, access, literals, "    " * 4)
+    result = names[value]
+    src = Source()
+    src(0, "@numba.njit(**_JIT)")
+    src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
+    src(1, f"nchunk = min(m, {CHUNKS})")
+    if kind == "agg":
+        src(1, "partial = np.zeros(nchunk)")
+    elif kind == "cellwise":
+        src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
+    elif kind == "right":
+        rmat = name[root.inputs[1]]
+        src(1, f"out = np.zeros((m, {rmat}.shape[1]))")
+    else:
+        lmat = name[root.inputs[1]]
+        src(1, f"partial = np.zeros((nchunk, n, {lmat}.shape[1]))")
+    src(1, "for c in prange(nchunk):")
+    src(2, "lo = c * m // nchunk")
+    src(2, "hi = (c + 1) * m // nchunk")
+    _buffers(params, main, src, 2)
+    src(2, "acc = 0.0")
+    src(2, "for i in range(lo, hi):")
+    src.extend(prep.lines)
+    if sparse:
+        src(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
+        src(4, "j = a_indices[p]")
+    else:
+        src(3, "for j in range(n):")
+    for line in dots:
+        src(4, line)
+    src.extend(lines)
+    if kind == "agg":
+        src(4, f"acc += {result}")
+    elif kind == "cellwise":
+        src(4, f"out[p] = {result}" if sparse else f"out[i, j] = {result}")
+    elif kind == "right":
+        src(4, f"for r in range({rmat}.shape[1]):")
+        src(5, f"out[i, r] += {result} * {rmat}[j, r]")
+    else:
+        src(4, f"for r in range({lmat}.shape[1]):")
+        src(5, f"partial[c, j, r] += {result} * {lmat}[i, r]")
+    if kind == "agg":
+        src(2, "partial[c] = acc")
+        src(1, "total = 0.0")
+        src(1, "for c in range(nchunk):")
+        src(2, "total += partial[c]")
+        src(1, "return np.array([total])")
+    elif kind == "left":
+        src(1, f"out = np.zeros((n, {lmat}.shape[1]))")
+        src(1, "for c in range(nchunk):")
+        src(2, "for j in range(n):")
+        src(3, f"for r in range({lmat}.shape[1]):")
+        src(4, "out[j, r] += partial[c, j, r]")
+        src(1, "return out")
+    else:
         src(1, "return out")
     return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, sparse)

@@ -20,7 +20,7 @@ from fusedml.formats import Format
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
-from fusedml.runtime.fused import SUPPORTED, run_cell
+from fusedml.runtime.fused import SUPPORTED, run
 from fusedml.runtime.reference import Value, evaluate_node
 
 
@@ -79,7 +79,7 @@ _fallback_warned: set = set()
 def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     if get_config().codegen and op.cplan.template in SUPPORTED:
         try:
-            return run_cell(op, values)
+            return run(op, values)
         except Exception as exc:  # never a wrong answer: the reference computes this operator
             _stats.bump("kernel_fallbacks")
             key = op.cplan.key

@@ -10,22 +10,88 @@ import scipy.sparse as sp
 
 from fusedml import _stats
 from fusedml.codegen.cache import get_kernel, record_compile
-from fusedml.codegen.skeletons import Param, cell_kernel
+from fusedml.codegen.row import row_kernel, whole_matrices
+from fusedml.codegen.skeletons import Param, _outer_factors, cell_kernel, outer_kernel
 from fusedml.cplan.plan import FusedOp
-from fusedml.fusion.templates import TemplateType
+from fusedml.fusion.templates import TemplateType, outer_product
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, Op
 
-SUPPORTED = frozenset({TemplateType.CELL, TemplateType.MAGG})
+SUPPORTED = frozenset(TemplateType)
 
 
-def _params(op: FusedOp) -> list[Param]:
-    return [Param(p, p.attr("name")) for p in op.cplan.params]
+def run(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
+    template = op.cplan.template
+    if template is TemplateType.OUTER:
+        return run_outer(op, values)
+    if template is TemplateType.ROW:
+        return run_row(op, values)
+    return run_cell(op, values)
+
+
+def run_row(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
+    cplan = op.cplan
+    params = _params(op, whole_matrices(cplan.body))
+    # row kernels size their scratch vectors from the column counts: part of the key
+    widths = tuple(n.shape[1] if not n.meta.is_scalar else -1 for n in cplan.body.nodes)
+    key = ("row", cplan.key, _signature(params), widths)
+    fn, kernel = get_kernel(key, lambda: row_kernel(params, cplan.body, cplan.kind))
+    inputs = [values[i] for i in cplan.inputs]
+    m, n = params[0].node.shape
+    args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
+    result = _call(fn, args)
+    (root,) = cplan.body.roots
+    agg = root.op.value if root.op in AGGREGATE else None
+    if cplan.kind == "full_agg":
+        value = float(result[0])
+        if agg == Op.MEAN.value:
+            cells = root.inputs[0].meta.cells
+            value = value / cells if cells else np.nan
+        return [value]
+    if cplan.kind == "col_agg":
+        out = result.reshape(1, -1)
+        if agg == Op.MEAN.value:
+            with np.errstate(all="ignore"):
+                out = out / m
+        return [out]
+    return [result]
+
+
+def _call(fn: Any, args: list[Any]) -> Any:
+    first = not getattr(fn, "signatures", None)
+    result = fn(*args)
+    if first:
+        record_compile(fn)
+    _stats.bump("kernels_executed")
+    return result
+
+
+def run_outer(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
+    cplan = op.cplan
+    factors = {f for n in cplan.body.nodes if outer_product(n) for f in _outer_factors(n)[:2]}
+    params = _params(op, factors)
+    sparse = params[0].csr
+    key = ("outer", cplan.key, _signature(params), sparse)
+    fn, kernel = get_kernel(key, lambda: outer_kernel(params, cplan.body, cplan.kind, sparse))
+    inputs = [values[i] for i in cplan.inputs]
+    m, n = params[0].node.shape
+    args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
+    result = _call(fn, args)
+    if cplan.kind == "agg":
+        return [float(result[0])]
+    if cplan.kind == "cellwise" and sparse:
+        main = inputs[0]
+        return [sp.csr_array((result, main.indices, main.indptr), shape=main.shape)]
+    return [result]
+
+
+def _params(op: FusedOp, dense: set[Node] = frozenset()) -> list[Param]:
+    return [Param(p, p.attr("name"), p in dense) for p in op.cplan.params]
 
 
 def _signature(params: list[Param]) -> tuple:
     return tuple(
-        (p.node.meta.format, p.node.meta.is_scalar, p.node.meta.rows == 1, p.node.meta.cols == 1)
+        (p.node.meta.format, p.dense, p.scalar, p.node.meta.rows == 1, p.node.meta.cols == 1)
         for p in params
     )
 
@@ -37,6 +103,8 @@ def _arguments(params: list[Param], inputs: list[Any]) -> list[Any]:
             args.append(float(value))
         elif p.csr:
             args += [value.data, value.indices, value.indptr]
+        elif sp.issparse(value):
+            args.append(value.toarray())
         else:
             args.append(np.ascontiguousarray(value, dtype=np.float64))
     return args
@@ -60,11 +128,7 @@ def run_cell(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
     inputs = [values[i] for i in cplan.inputs]
     m, n = scan
     args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
-    first = not getattr(fn, "signatures", None)
-    result = fn(*args)
-    if first:
-        record_compile(fn)
-    _stats.bump("kernels_executed")
+    result = _call(fn, args)
     return _cell_outputs(roots, aggs, axis, scan, result, inputs[0], sparse)
 
 

@@ -1,0 +1,268 @@
+"""Row kernels: the body computes one row at a time, as per-row scalars and short vectors.
+
+Per-row nodes of shape (m, k) are vectors of length k held in per-chunk scratch arrays (scalars
+when k == 1); side inputs of one row (or broadcast rows) are read in place, CSR rows are scattered
+into a scratch row; matrices multiplied from the right (``X @ B``) are read whole. The skeleton
+writes rows (no aggregation, row aggregates), or accumulates per-chunk partials combined in order:
+column aggregates, full aggregates, and ``X.T @ Y`` (row i of X times row i of Y).
+"""
+
+from __future__ import annotations
+
+from fusedml.codegen.render import Literals, elementwise_source
+from fusedml.codegen.skeletons import (
+    CHUNKS,
+    INIT,
+    PRELUDE,
+    Kernel,
+    Param,
+    Source,
+    _arguments,
+    fold,
+)
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, Op
+
+
+def whole_matrices(body: Dag) -> set[Node]:
+    """Placeholders a row kernel reads whole: the right operands of ``X @ B``."""
+    return {
+        n.inputs[1]
+        for n in body.nodes
+        if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE and n.inputs[1].op is Op.DATA
+    }
+
+
+class _RowBody:
+    """Renders body nodes for row i; ``value[node]`` is a scalar expression or a vector name."""
+
+    def __init__(self, params: list[Param], body: Dag, rows: int, literals: Literals) -> None:
+        self.rows = rows
+        self.literals = literals
+        self.alloc: list[str] = []  # per-chunk scratch allocations
+        self.per_row: list[str] = []  # statements at the top of each row
+        self.lines: list[str] = []  # statements computing the nodes
+        self.value: dict[Node, str] = {}
+        self.width: dict[Node, int | None] = {}  # vector length; None for scalars
+        self.whole = self._whole_matrices(body)
+        for p in params:
+            self._bind(p)
+
+    def _whole_matrices(self, body: Dag) -> set[Node]:
+        return whole_matrices(body)
+
+    def _bind(self, p: Param) -> None:
+        node, name = p.node, p.name
+        if p.scalar:
+            self.value[node], self.width[node] = name, None
+            return
+        if node in self.whole:
+            self.value[node], self.width[node] = name, None  # indexed [t, q] by products only
+            return
+        rows, cols = node.shape
+        row = "0" if rows == 1 else "i"
+        if p.csr:
+            self.alloc.append(f"{name}_buf = np.zeros({cols})")
+            self.per_row.append(
+                f"_fill_row({name}_buf, {name}_data, {name}_indices, {name}_indptr, {row})"
+            )
+            vec = f"{name}_buf"
+        else:
+            vec = f"{name}[{row}]"
+        if cols == 1:
+            self.value[node], self.width[node] = f"{vec}[0]", None
+        else:
+            self.value[node], self.width[node] = vec, cols
+
+    def _at(self, node: Node, q: str) -> str:
+        if node.op is Op.CONST:
+            return self.literals.name(node)
+        return self.value[node] if self.width[node] is None else f"{self.value[node]}[{q}]"
+
+    def _vector(self, node: Node, width: int) -> str:
+        name = f"v{len(self.alloc)}"
+        self.alloc.append(f"{name} = np.empty({width})")
+        self.value[node], self.width[node] = name, width
+        return name
+
+    def _scalar(self, node: Node, expr: str) -> None:
+        name = f"r{len(self.lines)}"
+        self.lines.append(f"{name} = {expr}")
+        self.value[node], self.width[node] = name, None
+
+    def render(self, node: Node) -> None:
+        if node in self.value or node.op is Op.TRANSPOSE:
+            return  # placeholders; the transposed main input is read row by row by the skeleton
+        if node.op is Op.CONST:
+            self.value[node], self.width[node] = self.literals.name(node), None
+            return
+        width = None if node.meta.is_scalar or node.shape[1] == 1 else node.shape[1]
+        if node.op in ELEMENTWISE:
+            if width is None:
+                self._scalar(
+                    node, elementwise_source(node, [self._at(i, "0") for i in node.inputs])
+                )
+            else:
+                v = self._vector(node, width)
+                expr = elementwise_source(node, [self._at(i, "q") for i in node.inputs])
+                self.lines += [f"for q in range({width}):", f"    {v}[q] = {expr}"]
+        elif node.op in AGGREGATE and node.attr("axis") == 1:
+            self._row_aggregate(node)
+        elif node.op is Op.COLS:
+            x = node.inputs[0]
+            start, stop = node.attr("start"), node.attr("stop")
+            if width is None:
+                self._scalar(node, self._at(x, str(start)))
+            elif width == 0:
+                self._vector(node, 0)
+            else:
+                self.value[node], self.width[node] = f"{self.value[x]}[{start}:{stop}]", width
+        elif node.op is Op.HSTACK and width is None:  # one column: the only part's value
+            (part,) = (i for i in node.inputs if i.shape[1])
+            self.value[node], self.width[node] = self._at(part, "0"), None
+        elif node.op is Op.HSTACK:
+            v = self._vector(node, width)
+            offset = 0
+            for part in node.inputs:
+                k = part.shape[1]
+                copy = f"    {v}[{offset} + q] = {self._at(part, 'q')}"
+                self.lines += [f"for q in range({k}):", copy]
+                offset += k
+        elif node.op is Op.MATMUL:
+            self._product(node, width)
+        else:
+            raise NotImplementedError(f"row kernels do not render {node.op}")
+
+    def _row_aggregate(self, node: Node) -> None:
+        x = node.inputs[0]
+        agg = node.op.value
+        if self.width[x] is None:  # a one-column row: the aggregate of one value
+            self._scalar(node, self._at(x, "0"))
+            return
+        acc = f"r{len(self.lines)}"
+        self.lines.append(f"{acc} = {INIT[agg]}")
+        self.lines += [
+            f"for q in range({self.width[x]}):",
+            f"    {fold(agg, acc, self._at(x, 'q'))}",
+        ]
+        if agg == "mean":
+            self.lines.append(f"{acc} = {acc} / {self.width[x]}")
+        self.value[node], self.width[node] = acc, None
+
+    def _product(self, node: Node, width: int | None) -> None:
+        """Row i of X times the whole matrix B (skinny: few columns)."""
+        x, b = node.inputs
+        k = x.shape[1]
+        q = "0" if width is None else "q"
+        term = f"{self._at(x, 't')} * {self.value[b]}[t, {q}]"
+        guards = []
+        if x.meta.format.value == "csr":  # zeros of a CSR operand annihilate
+            guards.append(f"{self._at(x, 't')} != 0.0")
+        if b.meta.format.value == "csr":
+            guards.append(f"{self.value[b]}[t, {q}] != 0.0")
+        add = f"acc += {term}" if not guards else f"if {' and '.join(guards)}: acc += {term}"
+        dot = ["acc = 0.0", f"for t in range({k}):", f"    {add}"]
+        if width is None:
+            self.lines += dot
+            self._scalar(node, "acc")
+        else:
+            v = self._vector(node, width)
+            self.lines += [f"for q in range({width}):"] + [f"    {line}" for line in dot]
+            self.lines.append(f"    {v}[q] = acc")
+
+
+def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
+    main = params[0]
+    (root,) = body.roots
+    literals = Literals()
+    rb = _RowBody(params, body, main.node.shape[0], literals)
+    if kind == "col_agg_t":
+        x_t, y = root.inputs
+        value_nodes = [y]
+    elif root.op in AGGREGATE and root.attr("axis") in (None, 0):
+        value_nodes = [root.inputs[0]]
+    else:
+        value_nodes = [root]
+    for n in Dag(value_nodes).nodes:
+        rb.render(n)
+    src = Source()
+    src(0, "@numba.njit(**_JIT)")
+    src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
+    src(1, f"nchunk = min(m, {CHUNKS})")
+    value = value_nodes[0]
+    width = rb.width[value]
+    cols = 1 if width is None else width
+    agg = root.op.value if root.op in AGGREGATE else None
+    if kind in ("no_agg", "no_agg_b1", "row_agg"):
+        src(1, f"out = np.empty((m, {cols}))")
+    elif kind == "col_agg":
+        src(1, f"partial = np.empty((nchunk, {cols}))")
+    elif kind == "full_agg":
+        src(1, "partial = np.empty(nchunk)")
+    else:  # X.T @ Y
+        xnode = x_t.inputs[0]
+        src(1, f"partial = np.zeros((nchunk, {xnode.shape[1]}, {cols}))")
+    src(1, "for c in prange(nchunk):")
+    src(2, "lo = c * m // nchunk")
+    src(2, "hi = (c + 1) * m // nchunk")
+    for line in rb.alloc:
+        src(2, line)
+    if kind == "col_agg":
+        src(2, f"colacc = np.full({cols}, {INIT[agg]})")
+    if kind == "full_agg":
+        src(2, f"acc_full = {INIT[agg]}")
+    src(2, "for i in range(lo, hi):")
+    for line in rb.per_row:
+        src(3, line)
+    for line in rb.lines:
+        src(3, line)
+    at = lambda q: rb._at(value, q)  # noqa: E731
+    if kind in ("no_agg", "no_agg_b1", "row_agg"):
+        src(3, f"for q in range({cols}):")
+        src(4, f"out[i, q] = {at('q')}")
+    elif kind == "col_agg":
+        src(3, f"for q in range({cols}):")
+        src(4, fold(agg, "colacc[q]", at("q")))
+    elif kind == "full_agg":
+        src(3, f"for q in range({cols}):")
+        src(4, fold(agg, "acc_full", at("q")))
+    else:
+        xname = next(p for p in params if p.node is x_t.inputs[0])
+        xrow = rb.value.get(xname.node)
+        guard_x = xname.csr
+        src(3, f"for t in range({x_t.inputs[0].shape[1]}):")
+        src(4, f"xv = {xrow}" if rb.width[xname.node] is None else f"xv = {xrow}[t]")
+        if guard_x:
+            src(4, "if xv == 0.0:")
+            src(5, "continue")
+        src(4, f"for q in range({cols}):")
+        term = f"xv * {at('q')}"
+        if value.meta.format.value == "csr":
+            src(5, f"if {at('q')} != 0.0:")
+            src(6, f"partial[c, t, q] += {term}")
+        else:
+            src(5, f"partial[c, t, q] += {term}")
+    if kind == "col_agg":
+        src(2, "partial[c, :] = colacc")
+        src(1, f"out = np.full({cols}, {INIT[agg]})")
+        src(1, "for c in range(nchunk):")
+        src(2, f"for q in range({cols}):")
+        src(3, fold(agg, "out[q]", "partial[c, q]"))
+        src(1, "return out")
+    elif kind == "full_agg":
+        src(2, "partial[c] = acc_full")
+        src(1, f"total = {INIT[agg]}")
+        src(1, "for c in range(nchunk):")
+        src(2, fold(agg, "total", "partial[c]"))
+        src(1, "return np.array([total])")
+    elif kind == "col_agg_t":
+        src(1, f"out = np.zeros(({x_t.inputs[0].shape[1]}, {cols}))")
+        src(1, "for c in range(nchunk):")
+        src(2, "for t in range(out.shape[0]):")
+        src(3, f"for q in range({cols}):")
+        src(4, "out[t, q] += partial[c, t, q]")
+        src(1, "return out")
+    else:
+        src(1, "return out")
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, False)
