@@ -4,7 +4,13 @@ Public API (DESIGN.md section 3); everything else is internal.
 """
 
 from fusedml._config import FUSION_MODES, config, get_config
-from fusedml._errors import FusedMLError, FusionModeWarning, RewriteCycleError, ShapeError
+from fusedml._errors import (
+    FusedMLError,
+    FusionModeWarning,
+    KernelFallbackWarning,
+    RewriteCycleError,
+    ShapeError,
+)
 from fusedml._stats import reset_stats, stats
 from fusedml.api import evaluate, explain
 from fusedml.cplan.plan import FusedOp, Plan
@@ -47,7 +53,8 @@ from fusedml.jit import jit
 __version__ = "0.1.0"
 
 __all__ = [
-    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp", "FusionModeWarning", "Plan",
+    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp", "FusionModeWarning",
+    "KernelFallbackWarning", "Plan",
     "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "argmax", "config", "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
     "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",
