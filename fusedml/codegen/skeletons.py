@@ -82,6 +82,26 @@ class Param:
     def col(self, j: str) -> str:
         return "0" if self.node.meta.cols == 1 else j
 
+    @property
+    def flat(self) -> bool:
+        """A dense vector (one row or one column) is passed 1-D: contiguous, vectorizable reads."""
+        meta = self.node.meta
+        return not self.scalar and not self.csr and (meta.rows == 1 or meta.cols == 1)
+
+    def at(self, i: str, j: str) -> str:
+        """Dense element (i, j), broadcasting a dimension of size one."""
+        meta = self.node.meta
+        if not self.flat:
+            return f"{self.name}[{self.row(i)}, {self.col(j)}]"
+        if meta.rows == 1 and meta.cols == 1:
+            return f"{self.name}[0]"
+        return f"{self.name}[{i if meta.cols == 1 else j}]"
+
+    def ncols(self) -> str:
+        return "1" if self.flat and self.node.meta.cols == 1 else (
+            f"{self.name}.shape[0]" if self.flat else f"{self.name}.shape[1]"
+        )  # fmt: skip
+
 
 class Source:
     """Accumulates indented lines."""
@@ -112,7 +132,7 @@ def _side_access(params: list[Param], main: Param, i: str, j: str, src: Source, 
                        f"{p.name}_indptr, {p.row(i)})")  # fmt: skip
             access[p.node] = f"{p.name}_buf[{p.col(j)}]"
         else:
-            access[p.node] = f"{p.name}[{p.row(i)}, {p.col(j)}]"
+            access[p.node] = p.at(i, j)
     return access
 
 
@@ -158,7 +178,7 @@ def cell_kernel(
     depth = 4
     access = _side_access(params, main, "i", "j", body_src, 3)
     main_value = "a_data[p]" if sparse else (
-        "a_buf[j]" if main.csr else f"a[{main.row('i')}, {main.col('j')}]"
+        "a_buf[j]" if main.csr else main.at("i", "j")
     )  # fmt: skip
     access[main.node] = main_value
     lines, names = render_scalar_body(order, access, literals, "    " * depth)
@@ -260,7 +280,7 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     cell, ``U[i] . V[j]`` computed per visited cell; then a full sum (``agg``), the cell values
     (``cellwise``), ``(...) @ R`` (``right``) or ``(...).T @ L`` (``left``)."""
     main = params[0]
-    name = {p.node: p.name for p in params}
+    param = {p.node: p for p in params}
     (root,) = body.roots
     value = root.inputs[0] if kind in ("agg", "right") else root
     if kind == "left":
@@ -269,13 +289,13 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     literals = Literals()
     prep = Source()
     access = _side_access(params, main, "i", "j", prep, 3)
-    access[main.node] = "a_data[p]" if sparse else f"a[{main.row('i')}, {main.col('j')}]"
+    access[main.node] = "a_data[p]" if sparse else main.at("i", "j")
     dots = []
     for k, n in enumerate(outer_nodes):
         u, v, transposed = _outer_factors(n)
-        v_at = f"{name[v]}[j, r]" if transposed else f"{name[v]}[r, j]"
-        dots += [f"uv{k} = 0.0", f"for r in range({name[u]}.shape[1]):",
-                 f"    uv{k} += {name[u]}[i, r] * {v_at}"]  # fmt: skip
+        v_at = param[v].at("j", "r") if transposed else param[v].at("r", "j")
+        dots += [f"uv{k} = 0.0", f"for r in range({param[u].ncols()}):",
+                 f"    uv{k} += {param[u].at('i', 'r')} * {v_at}"]  # fmt: skip
         access[n] = f"uv{k}"
         if transposed:
             access[n.inputs[1]] = "None"  # the transpose is read in place, never computed
@@ -291,11 +311,11 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     elif kind == "cellwise":
         src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
     elif kind == "right":
-        rmat = name[root.inputs[1]]
-        src(1, f"out = np.zeros((m, {rmat}.shape[1]))")
+        rmat = param[root.inputs[1]]
+        src(1, f"out = np.zeros((m, {rmat.ncols()}))")
     else:
-        lmat = name[root.inputs[1]]
-        src(1, f"partial = np.zeros((nchunk, n, {lmat}.shape[1]))")
+        lmat = param[root.inputs[1]]
+        src(1, f"partial = np.zeros((nchunk, n, {lmat.ncols()}))")
     src(1, "for c in prange(nchunk):")
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
@@ -316,11 +336,11 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     elif kind == "cellwise":
         src(4, f"out[p] = {result}" if sparse else f"out[i, j] = {result}")
     elif kind == "right":
-        src(4, f"for r in range({rmat}.shape[1]):")
-        src(5, f"out[i, r] += {result} * {rmat}[j, r]")
+        src(4, f"for r in range({rmat.ncols()}):")
+        src(5, f"out[i, r] += {result} * {rmat.at('j', 'r')}")
     else:
-        src(4, f"for r in range({lmat}.shape[1]):")
-        src(5, f"partial[c, j, r] += {result} * {lmat}[i, r]")
+        src(4, f"for r in range({lmat.ncols()}):")
+        src(5, f"partial[c, j, r] += {result} * {lmat.at('i', 'r')}")
     if kind == "agg":
         src(2, "partial[c] = acc")
         src(1, "total = 0.0")
@@ -328,10 +348,10 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
         src(2, "total += partial[c]")
         src(1, "return np.array([total])")
     elif kind == "left":
-        src(1, f"out = np.zeros((n, {lmat}.shape[1]))")
+        src(1, f"out = np.zeros((n, {lmat.ncols()}))")
         src(1, "for c in range(nchunk):")
         src(2, "for j in range(n):")
-        src(3, f"for r in range({lmat}.shape[1]):")
+        src(3, f"for r in range({lmat.ncols()}):")
         src(4, "out[j, r] += partial[c, j, r]")
         src(1, "return out")
     else:

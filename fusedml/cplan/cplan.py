@@ -84,6 +84,14 @@ def _kind(op: Candidate) -> str:
     return "no_agg"
 
 
+def _iterated_rows(root: Node) -> int:
+    if column_aggregation(root):
+        return root.inputs[1].meta.rows  # X.T @ Y runs over the rows of X and Y
+    if root.op in AGGREGATE and root.attr("axis") in (None, 0):
+        return root.inputs[0].meta.rows
+    return root.meta.rows
+
+
 def _main_input(op: Candidate) -> Node:
     driver = sparse_driver(op)
     if driver is not None:
@@ -92,9 +100,10 @@ def _main_input(op: Candidate) -> Node:
     if op.type is TemplateType.OUTER:
         factors = {n.inputs[0] for n in op.nodes if outer_product(n)}
         matrices = [m for m in matrices if m not in factors] or matrices
-    if op.type is TemplateType.ROW:
-        rows = max(i.meta.rows for i in matrices)
-        return max((i for i in matrices if i.meta.rows == rows), key=lambda i: i.meta.cols)
+    if op.type is TemplateType.ROW:  # the widest input over the rows the operator iterates
+        rows = _iterated_rows(op.roots[0])
+        candidates = [i for i in matrices if i.meta.rows == rows] or matrices
+        return max(candidates, key=lambda i: i.meta.cols)
     # the largest input; ties go to the sparsest
     return min(matrices, key=lambda i: (-i.meta.cells, i.meta.nnz))
 

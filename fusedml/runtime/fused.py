@@ -13,6 +13,7 @@ from fusedml.codegen.cache import get_kernel, record_compile
 from fusedml.codegen.row import row_kernel, whole_matrices
 from fusedml.codegen.skeletons import Param, _outer_factors, cell_kernel, outer_kernel
 from fusedml.cplan.plan import FusedOp
+from fusedml.formats import Format
 from fusedml.fusion.templates import TemplateType, outer_product
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, Op
@@ -23,10 +24,16 @@ SUPPORTED = frozenset(TemplateType)
 def run(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
     template = op.cplan.template
     if template is TemplateType.OUTER:
-        return run_outer(op, values)
-    if template is TemplateType.ROW:
-        return run_row(op, values)
-    return run_cell(op, values)
+        outputs = run_outer(op, values)
+    elif template is TemplateType.ROW:
+        outputs = run_row(op, values)
+    else:
+        outputs = run_cell(op, values)
+    # row kernels write dense rows; a sparse-safe result is stored as CSR, as its meta says
+    return [
+        sp.csr_array(out) if root.meta.format is Format.CSR and not sp.issparse(out) else out
+        for root, out in zip(op.roots, outputs, strict=True)
+    ]
 
 
 def run_row(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
@@ -103,10 +110,10 @@ def _arguments(params: list[Param], inputs: list[Any]) -> list[Any]:
             args.append(float(value))
         elif p.csr:
             args += [value.data, value.indices, value.indptr]
-        elif sp.issparse(value):
-            args.append(value.toarray())
         else:
-            args.append(np.ascontiguousarray(value, dtype=np.float64))
+            dense = value.toarray() if sp.issparse(value) else value
+            dense = np.ascontiguousarray(dense, dtype=np.float64)
+            args.append(dense.reshape(-1) if p.flat else dense)
     return args
 
 

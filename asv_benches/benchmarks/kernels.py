@@ -1,0 +1,162 @@
+"""Generated kernels vs hand-written numba, numexpr and numpy/scipy on the paper's patterns at
+sizes that stream memory (acceptance 2 of the codegen issue), and per-call overhead."""
+
+import numpy as np
+import scipy.sparse as sp
+
+import fusedml as fm
+
+from . import handwritten
+
+DENSE_ROWS, COLS = 2_000_000, 20
+OUTER_SHAPE, OUTER_DENSITY, RANK = (20_000, 5_000), 0.01, 10
+
+
+def dense_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    X, Y, Z = (rng.standard_normal((DENSE_ROWS, COLS)) for _ in range(3))
+    return X, Y, Z, rng.standard_normal(DENSE_ROWS), rng.standard_normal(COLS)
+
+
+def outer_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    W = sp.random(*OUTER_SHAPE, density=OUTER_DENSITY, format="csr", random_state=seed)
+    return (
+        W,
+        rng.standard_normal((OUTER_SHAPE[0], RANK)),
+        rng.standard_normal((OUTER_SHAPE[1], RANK)),
+    )
+
+
+def implementations():
+    """pattern -> {implementation: (setup -> callable)}."""
+    import numexpr
+
+    cell = fm.jit(lambda X, Y, Z: fm.sum(X * Y * Z))
+    magg = fm.jit(lambda X, Y: (fm.sum(X**2), fm.sum(X * Y), fm.sum(Y**2)))
+    chain = fm.jit(lambda X, w, v: X.T @ (w * (X @ v)))
+    outer = fm.jit(lambda W, U, V: fm.sum(W * (U @ V.T) ** 2))
+
+    def modes(fn, args):
+        out = {}
+        for mode in ("none", "fuse_all", "fuse_no_redundancy", "cost_based"):
+            out[f"fusedml {mode}"] = lambda mode=mode: fm_call(fn, args, mode)
+        return out
+
+    def fm_call(fn, args, mode):
+        with fm.config(fusion=mode):
+            return fn(*args)
+
+    X, Y, Z, w, v = dense_inputs()
+    W, U, V = outer_inputs()
+    return {
+        "sum(X*Y*Z)": {
+            **modes(cell, (X, Y, Z)),
+            "hand-written numba": lambda: handwritten.sum_xyz(X, Y, Z),
+            "numexpr": lambda: numexpr.evaluate("sum(X * Y * Z)", {"X": X, "Y": Y, "Z": Z}),
+            "numpy": lambda: np.sum(X * Y * Z),
+        },
+        "sum(X**2), sum(X*Y), sum(Y**2)": {
+            **modes(magg, (X, Y)),
+            "hand-written numba": lambda: handwritten.magg_xy(X, Y),
+            "numexpr": lambda: tuple(
+                numexpr.evaluate(f"sum({e})", {"X": X, "Y": Y}) for e in ("X * X", "X * Y", "Y * Y")
+            ),
+            "numpy": lambda: (np.sum(X**2), np.sum(X * Y), np.sum(Y**2)),
+        },
+        "X.T @ (w * (X @ v))": {
+            **modes(chain, (X, w, v)),
+            "hand-written numba": lambda: handwritten.mmchain(X, w, v),
+            "numpy": lambda: X.T @ (w * (X @ v)),
+        },
+        "sum(W * (U @ V.T)**2)": {
+            **modes(outer, (W, U, V)),
+            "hand-written numba": lambda: handwritten.outer_sq_loss(
+                W.data, W.indices, W.indptr, U, V
+            ),
+            "numpy": lambda: W.multiply((U @ V.T) ** 2).sum(),
+        },
+    }
+
+
+class Patterns:
+    """asv: every implementation of every pattern (setup warms compiles and plan caches)."""
+
+    timeout = 900
+    params = (
+        ["sum(X*Y*Z)", "sum(X**2), sum(X*Y), sum(Y**2)", "X.T @ (w * (X @ v))",
+         "sum(W * (U @ V.T)**2)"],
+        ["fusedml none", "fusedml fuse_all", "fusedml fuse_no_redundancy", "fusedml cost_based",
+         "hand-written numba", "numexpr", "numpy"],
+    )  # fmt: skip
+    param_names = ["pattern", "implementation"]
+
+    def setup(self, pattern, implementation):
+        impls = implementations()[pattern]
+        if implementation not in impls:
+            raise NotImplementedError  # asv: skip (no numexpr for matrix products)
+        self.fn = impls[implementation]
+        self.fn()
+
+    def time_pattern(self, pattern, implementation):
+        self.fn()
+
+
+class Overhead:
+    """Per-call overhead of a jit body on tiny inputs (kernel time is negligible)."""
+
+    def setup(self):
+        self.step = fm.jit(fusion="fuse_all")(
+            lambda X, y: (fm.sum(X * y), fm.sum(fm.exp(X), axis=1))
+        )
+        self.X, self.y = np.ones((4, 3)), np.ones(3)
+        self.step(self.X, self.y)
+
+    def time_tiny_call(self):
+        self.step(self.X, self.y)
+
+    def track_fused_operators(self):
+        return len(self.step.explain(self.X, self.y).operators)
+
+
+class PeakMemory:
+    """The outer pattern never materializes U @ V.T: peak memory stays near its inputs'."""
+
+    def setup(self):
+        self.W, self.U, self.V = outer_inputs()
+        self.loss = fm.jit(fusion="cost_based")(lambda W, U, V: fm.sum(W * (U @ V.T) ** 2))
+        self.loss(self.W, self.U, self.V)
+
+    def peakmem_outer_generated(self):
+        self.loss(self.W, self.U, self.V)
+
+
+_KERNEL = """
+X = np.ones((1000, 8))
+fm.evaluate(fm.sum(fm.exp(fm.matrix(X)) * X + 1.5), fusion="fuse_all")
+"""
+
+
+def _setup(fresh_cache):
+    return f"""
+import os, shutil, subprocess, sys, tempfile
+d = os.path.join(tempfile.gettempdir(), "fusedml-asv-timeraw")
+if {fresh_cache}:
+    shutil.rmtree(d, ignore_errors=True)
+else:  # prime the disk cache in another process, so this one loads instead of compiling
+    env = dict(os.environ, FUSEDML_CACHE_DIR=d)
+    prime = "import numpy as np, fusedml as fm" + {_KERNEL!r}
+    subprocess.run([sys.executable, "-c", prime], env=env, check=True)
+os.environ["FUSEDML_CACHE_DIR"] = d
+import numpy as np, fusedml as fm
+"""
+
+
+def timeraw_cold_compile():
+    """A new process with an empty kernel cache: optimize, generate, compile and run a kernel."""
+    return _KERNEL, _setup(fresh_cache=True)
+
+
+def timeraw_warm_disk_cache():
+    """A new process whose disk cache holds the kernel: optimize, load and run it."""
+    return _KERNEL, _setup(fresh_cache=False)

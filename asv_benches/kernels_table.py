@@ -1,0 +1,41 @@
+"""Print one table: every implementation of the paper's four patterns, median of several runs,
+with the ratios the codegen issue asks for. Run: .venv/bin/python asv_benches/kernels_table.py"""
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from benchmarks.kernels import implementations
+
+
+def median_ms(fn, repeat=7):
+    fn()  # warm: compile, plan caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    table = {
+        p: {k: median_ms(f) for k, f in impls.items()} for p, impls in implementations().items()
+    }
+    print(f"{'pattern':32} {'implementation':28} {'ms':>9}")
+    for pattern, times in table.items():
+        for impl, ms in times.items():
+            print(f"{pattern:32} {impl:28} {ms:9.2f}")
+        gen = times["fusedml cost_based"]
+        ratios = [f"generated/hand = {gen / times['hand-written numba']:.2f}"]
+        if "numexpr" in times:
+            ratios.append(f"numexpr/generated = {times['numexpr'] / gen:.2f}")
+        ratios.append(f"numpy/generated = {times['numpy'] / gen:.2f}")
+        print(f"{'':32} -> {', '.join(ratios)}")
+
+
+if __name__ == "__main__":
+    main()
