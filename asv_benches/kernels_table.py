@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from benchmarks.kernels import implementations
 
 
-def median_ms(fn, repeat=7):
+def median_ms(fn, repeat=11):
     fn()  # warm: compile, plan caches
     times = []
     for _ in range(repeat):
@@ -34,6 +34,7 @@ def main():
         if "numexpr" in times:
             ratios.append(f"numexpr/generated = {times['numexpr'] / gen:.2f}")
         ratios.append(f"numpy/generated = {times['numpy'] / gen:.2f}")
+        ratios.append(f"unfused (fusedml none)/generated = {times['fusedml none'] / gen:.2f}")
         print(f"{'':32} -> {', '.join(ratios)}")
 
 

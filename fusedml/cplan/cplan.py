@@ -10,6 +10,7 @@ subexpressions one node (CSE), and a small rule table cleans the body up (``x**2
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -46,7 +47,7 @@ class CPlan:
     def main_input(self) -> Node:
         return self.inputs[0]
 
-    @property
+    @functools.cached_property
     def key(self) -> Hashable:
         """Kernel identity: template, kind and body structure; no data, no float literal values."""
         ids = {n: k for k, n in enumerate(self.body.nodes)}

@@ -3,6 +3,7 @@ order they run."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ class Plan:
     estimated_cost_s: float = 0.0
     search: dict[str, Any] = field(default_factory=dict)  # cost-based search statistics
 
-    @property
+    @functools.cached_property
     def schedule(self) -> tuple[Step, ...]:
         """Steps in dependency order; each step placed where its last root falls in the DAG."""
         position = {n: k for k, n in enumerate(self.dag.nodes)}

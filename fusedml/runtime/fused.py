@@ -1,8 +1,14 @@
-"""Running a fused operator's generated kernel: arguments in, the IR value out."""
+"""Running a fused operator's generated kernel: arguments in, the IR value out.
+
+Everything that depends only on the operator (its kernel, parameters, literal values and how to
+shape the kernel's result) is prepared once per operator and kept while the plan lives, so a
+repeated call pays only argument conversion and the kernel itself.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,15 +26,22 @@ from fusedml.ir.ops import AGGREGATE, Op
 
 SUPPORTED = frozenset(TemplateType)
 
+Finish = Callable[[Any, list[Any]], list[Any]]  # (kernel result, inputs) -> IR outputs
+_prepared: weakref.WeakKeyDictionary[FusedOp, tuple] = weakref.WeakKeyDictionary()
+
 
 def run(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
-    template = op.cplan.template
-    if template is TemplateType.OUTER:
-        outputs = run_outer(op, values)
-    elif template is TemplateType.ROW:
-        outputs = run_row(op, values)
-    else:
-        outputs = run_cell(op, values)
+    prepared = _prepared.get(op)
+    if prepared is None:
+        prepared = _prepared[op] = _prepare(op)
+    fn, params, literals, scan, finish = prepared
+    inputs = [values[i] for i in op.cplan.inputs]
+    first = not fn.signatures  # numba compiles (or loads from disk) on the first call
+    result = fn(*scan, *_arguments(params, inputs), *literals)
+    if first:
+        record_compile(fn)
+    _stats.bump("kernels_executed")
+    outputs = finish(result, inputs)
     # row kernels write dense rows; a sparse-safe result is stored as CSR, as its meta says
     return [
         sp.csr_array(out) if root.meta.format is Format.CSR and not sp.issparse(out) else out
@@ -36,63 +49,16 @@ def run(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
     ]
 
 
-def run_row(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
-    cplan = op.cplan
-    params = _params(op, whole_matrices(cplan.body))
-    # row kernels size their scratch vectors from the column counts: part of the key
-    widths = tuple(n.shape[1] if not n.meta.is_scalar else -1 for n in cplan.body.nodes)
-    key = ("row", cplan.key, _signature(params), widths)
-    fn, kernel = get_kernel(key, lambda: row_kernel(params, cplan.body, cplan.kind))
-    inputs = [values[i] for i in cplan.inputs]
-    m, n = params[0].node.shape
-    args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
-    result = _call(fn, args)
-    (root,) = cplan.body.roots
-    agg = root.op.value if root.op in AGGREGATE else None
-    if cplan.kind == "full_agg":
-        value = float(result[0])
-        if agg == Op.MEAN.value:
-            cells = root.inputs[0].meta.cells
-            value = value / cells if cells else np.nan
-        return [value]
-    if cplan.kind == "col_agg":
-        out = result.reshape(1, -1)
-        if agg == Op.MEAN.value:
-            with np.errstate(all="ignore"):
-                out = out / m
-        return [out]
-    return [result]
+def _prepare(op: FusedOp) -> tuple:
+    template = op.cplan.template
+    if template is TemplateType.OUTER:
+        return _prepare_outer(op)
+    if template is TemplateType.ROW:
+        return _prepare_row(op)
+    return _prepare_cell(op)
 
 
-def _call(fn: Any, args: list[Any]) -> Any:
-    first = not getattr(fn, "signatures", None)
-    result = fn(*args)
-    if first:
-        record_compile(fn)
-    _stats.bump("kernels_executed")
-    return result
-
-
-def run_outer(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
-    cplan = op.cplan
-    factors = {f for n in cplan.body.nodes if outer_product(n) for f in _outer_factors(n)[:2]}
-    params = _params(op, factors)
-    sparse = params[0].csr
-    key = ("outer", cplan.key, _signature(params), sparse)
-    fn, kernel = get_kernel(key, lambda: outer_kernel(params, cplan.body, cplan.kind, sparse))
-    inputs = [values[i] for i in cplan.inputs]
-    m, n = params[0].node.shape
-    args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
-    result = _call(fn, args)
-    if cplan.kind == "agg":
-        return [float(result[0])]
-    if cplan.kind == "cellwise" and sparse:
-        main = inputs[0]
-        return [sp.csr_array((result, main.indices, main.indptr), shape=main.shape)]
-    return [result]
-
-
-def _params(op: FusedOp, dense: set[Node] = frozenset()) -> list[Param]:
+def _params(op: FusedOp, dense: set[Node] | frozenset = frozenset()) -> list[Param]:
     return [Param(p, p.attr("name"), p in dense) for p in op.cplan.params]
 
 
@@ -117,12 +83,17 @@ def _arguments(params: list[Param], inputs: list[Any]) -> list[Any]:
     return args
 
 
-def _literal_values(op: FusedOp, positions: list[int]) -> list[float]:
+def _literals(op: FusedOp, positions: list[int]) -> list[float]:
     nodes = op.cplan.body.nodes
     return [float(nodes[k].attr("value")) for k in positions]
 
 
-def run_cell(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
+def _mean_divisor(axis: Any, scan: tuple[int, int]) -> float:
+    m, n = scan
+    return {None: m * n, 0: m, 1: n}[axis]
+
+
+def _prepare_cell(op: FusedOp) -> tuple:
     cplan = op.cplan
     params = _params(op)
     roots = list(cplan.body.roots)
@@ -132,33 +103,74 @@ def run_cell(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
     sparse = cplan.sparse_safe and params[0].csr
     key = ("cell", cplan.key, _signature(params), sparse)
     fn, kernel = get_kernel(key, lambda: cell_kernel(params, cplan.body, aggs, axis, sparse))
-    inputs = [values[i] for i in cplan.inputs]
-    m, n = scan
-    args = [m, n, *_arguments(params, inputs), *_literal_values(op, kernel.literal_positions)]
-    result = _call(fn, args)
-    return _cell_outputs(roots, aggs, axis, scan, result, inputs[0], sparse)
+
+    def finish(result: Any, inputs: list[Any]) -> list[Any]:
+        if aggs[0] is None:
+            if sparse:
+                main = inputs[0]
+                return [sp.csr_array((result, main.indices, main.indptr), shape=main.shape)]
+            return [result]
+        if axis is None:
+            outputs = []
+            for k, agg in enumerate(aggs):
+                value = float(result[k])
+                if agg == Op.MEAN.value:
+                    cells = scan[0] * scan[1]
+                    value = value / cells if cells else np.nan
+                outputs.append(value)
+            return outputs
+        out = result.reshape(-1, 1) if axis == 1 else result.reshape(1, -1)
+        if aggs[0] == Op.MEAN.value:
+            with np.errstate(all="ignore"):
+                out = out / _mean_divisor(axis, scan)
+        return [out]
+
+    return fn, params, _literals(op, kernel.literal_positions), scan, finish
 
 
-def _mean_divisor(axis: Any, scan: tuple[int, int]) -> float:
-    m, n = scan
-    return {None: m * n, 0: m, 1: n}[axis]
+def _prepare_outer(op: FusedOp) -> tuple:
+    cplan = op.cplan
+    factors = {f for n in cplan.body.nodes if outer_product(n) for f in _outer_factors(n)[:2]}
+    params = _params(op, factors)
+    sparse = params[0].csr
+    key = ("outer", cplan.key, _signature(params), sparse)
+    fn, kernel = get_kernel(key, lambda: outer_kernel(params, cplan.body, cplan.kind, sparse))
 
-
-def _cell_outputs(roots, aggs, axis, scan, result, main, sparse) -> list[Any]:
-    if aggs[0] is None:
-        if sparse:
+    def finish(result: Any, inputs: list[Any]) -> list[Any]:
+        if cplan.kind == "agg":
+            return [float(result[0])]
+        if cplan.kind == "cellwise" and sparse:
+            main = inputs[0]
             return [sp.csr_array((result, main.indices, main.indptr), shape=main.shape)]
         return [result]
-    outputs = []
-    if axis is None:
-        for k, agg in enumerate(aggs):
-            value = float(result[k])
+
+    return fn, params, _literals(op, kernel.literal_positions), params[0].node.shape, finish
+
+
+def _prepare_row(op: FusedOp) -> tuple:
+    cplan = op.cplan
+    params = _params(op, whole_matrices(cplan.body))
+    # row kernels size their scratch vectors from the column counts: part of the key
+    widths = tuple(n.shape[1] if not n.meta.is_scalar else -1 for n in cplan.body.nodes)
+    key = ("row", cplan.key, _signature(params), widths)
+    fn, kernel = get_kernel(key, lambda: row_kernel(params, cplan.body, cplan.kind))
+    (root,) = cplan.body.roots
+    agg = root.op.value if root.op in AGGREGATE else None
+    m = params[0].node.shape[0]
+
+    def finish(result: Any, inputs: list[Any]) -> list[Any]:
+        if cplan.kind == "full_agg":
+            value = float(result[0])
             if agg == Op.MEAN.value:
-                value = value / _mean_divisor(None, scan) if scan[0] * scan[1] else np.nan
-            outputs.append(value)
-        return outputs
-    out = result.reshape(-1, 1) if axis == 1 else result.reshape(1, -1)
-    if aggs[0] == Op.MEAN.value:
-        with np.errstate(all="ignore"):
-            out = out / _mean_divisor(axis, scan)
-    return [out]
+                cells = root.inputs[0].meta.cells
+                value = value / cells if cells else np.nan
+            return [value]
+        if cplan.kind == "col_agg":
+            out = result.reshape(1, -1)
+            if agg == Op.MEAN.value:
+                with np.errstate(all="ignore"):
+                    out = out / m
+            return [out]
+        return [result]
+
+    return fn, params, _literals(op, kernel.literal_positions), params[0].node.shape, finish
