@@ -18,6 +18,7 @@ from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, Op
 
 CHUNKS = 64  # row chunks per kernel call: enough for load balance, few partials to combine
+OUTER_BLOCK = 256  # columns per block when an Outer operator's driver is dense
 
 PRELUDE = """\
 import numba
@@ -321,26 +322,32 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     src(2, "hi = (c + 1) * m // nchunk")
     _buffers(params, main, src, 2)
     src(2, "acc = 0.0")
-    src(2, "for i in range(lo, hi):")
-    src.extend(prep.lines)
+    loop = Source()  # the i loop; a dense driver's is blocked over columns below
+    loop(2, "for i in range(lo, hi):")
+    loop.extend(prep.lines)
     if sparse:
-        src(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
-        src(4, "j = a_indices[p]")
+        loop(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
+        loop(4, "j = a_indices[p]")
     else:
-        src(3, "for j in range(n):")
+        loop(3, f"for j in range(jb, min(jb + {OUTER_BLOCK}, n)):")
     for line in dots:
-        src(4, line)
-    src.extend(lines)
+        loop(4, line)
+    loop.extend(lines)
     if kind == "agg":
-        src(4, f"acc += {result}")
+        loop(4, f"acc += {result}")
     elif kind == "cellwise":
-        src(4, f"out[p] = {result}" if sparse else f"out[i, j] = {result}")
+        loop(4, f"out[p] = {result}" if sparse else f"out[i, j] = {result}")
     elif kind == "right":
-        src(4, f"for r in range({rmat.ncols()}):")
-        src(5, f"out[i, r] += {result} * {rmat.at('j', 'r')}")
+        loop(4, f"for r in range({rmat.ncols()}):")
+        loop(5, f"out[i, r] += {result} * {rmat.at('j', 'r')}")
     else:
-        src(4, f"for r in range({lmat.ncols()}):")
-        src(5, f"partial[c, j, r] += {result} * {lmat.at('i', 'r')}")
+        loop(4, f"for r in range({lmat.ncols()}):")
+        loop(5, f"partial[c, j, r] += {result} * {lmat.at('i', 'r')}")
+    if sparse:
+        src.extend(loop.lines)
+    else:  # column blocks: the block's rows of V stay in cache while the chunk's rows pass
+        src(2, f"for jb in range(0, n, {OUTER_BLOCK}):")
+        src.extend(["    " + line for line in loop.lines])
     if kind == "agg":
         src(2, "partial[c] = acc")
         src(1, "total = 0.0")
