@@ -41,9 +41,10 @@ def demo(size: str, repeat: int, out=None) -> list[dict]:
     out = out or sys.stdout
     rows = SIZES[size]
     print(
-        f"fusedml demo: the paper's patterns, {rows} rows, median of {repeat} runs.\n"
-        "Fused operators run through the reference interpreter until code generation lands:\n"
-        "their measured times are not yet the fused kernels'; 'model ms' is the cost model's.\n",
+        f"fusedml demo: the paper's patterns, {rows} rows, median of {repeat} runs after a\n"
+        "warm-up call (tracing, optimization and kernel compiles are not timed). 'model ms' is\n"
+        "the cost model's estimate, 'ms' the measured time; 'hand' runs as 'none' until the\n"
+        "hand-written operators land.\n",
         file=out,
     )
     header = (
