@@ -19,7 +19,14 @@ from fusedml.fusion.templates import TemplateType, column_aggregation, outer_pro
 from fusedml.ir.build import data, make, rebuild
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
-from fusedml.ir.ops import AGGREGATE, Op
+from fusedml.ir.ops import (
+    AGGREGATE,
+    ANNIHILATING_OPERANDS,
+    BINARY,
+    UNARY,
+    Op,
+    zero_preserving,
+)
 from fusedml.rewrite.driver import rewrite
 from fusedml.rewrite.pattern import P, any_node, const_value
 from fusedml.rewrite.rules import Rule
@@ -61,6 +68,49 @@ class CPlan:
 
         roots = tuple(ids[r] for r in self.body.roots)
         return (self.template, self.kind, tuple(map(shape_free, self.body.nodes)), roots)
+
+
+def _cell_values(root: Node, template: TemplateType) -> Node:
+    """The per-cell value an operator aggregates or multiplies out (its skeleton does the rest)."""
+    if root.op in AGGREGATE:
+        return root.inputs[0]
+    if template is TemplateType.OUTER and root.op is Op.MATMUL:
+        left = root.inputs[0]
+        return left.inputs[0] if left.op is Op.TRANSPOSE else left  # (Y).T @ U, or Y @ V
+    return root
+
+
+def zero_where_zero(node: Node, main: Node, _memo: dict | None = None) -> bool:
+    """Whether ``node`` is zero wherever the (CSR) main input is: then only the main input's
+    non-zeros need visiting. A CSR result is not enough (``X + Y`` of two CSR inputs is CSR, but
+    non-zero where only Y is)."""
+    memo = {} if _memo is None else _memo
+    if node in memo:
+        return memo[node]
+    if node is main:
+        result = True
+    elif node.op in UNARY:
+        result = zero_preserving(node.op) and zero_where_zero(node.inputs[0], main, memo)
+    elif node.op in ANNIHILATING_OPERANDS:  # a zero of a CSR operand annihilates
+        result = any(
+            node.inputs[k].meta.format is Format.CSR and zero_where_zero(node.inputs[k], main, memo)
+            for k in ANNIHILATING_OPERANDS[node.op]
+        )
+    elif node.op in BINARY:
+        a, b = node.inputs
+        za, zb = zero_where_zero(a, main, memo), zero_where_zero(b, main, memo)
+        if za and zb:
+            result = zero_preserving(node.op)
+        elif za and b.op is Op.CONST:
+            result = zero_preserving(node.op, b.attr("value"), zero_position=0)
+        elif zb and a.op is Op.CONST:
+            result = zero_preserving(node.op, a.attr("value"), zero_position=1)
+        else:
+            result = False
+    else:
+        result = False
+    memo[node] = result
+    return result
 
 
 def _kind(op: Candidate) -> str:
@@ -126,10 +176,9 @@ def construct(op: Candidate) -> CPlan:
             mapped[node] = rebuild(node, tuple(mapped.get(i, i) for i in node.inputs))
     body = rewrite(Dag(mapped[r] for r in op.roots), CLEANUP)
     aggregations = tuple(r.op.value if r.op in AGGREGATE else None for r in op.roots)
-    bodies = [r.inputs[0] if r.op in AGGREGATE else r for r in body.roots]
-    sparse_safe = main.meta.format is Format.CSR and all(
-        b.meta.format is Format.CSR for b in bodies
-    )
+    bodies = [_cell_values(r, op.type) for r in body.roots]
+    driver = placeholders[main]
+    sparse_safe = main.meta.format is Format.CSR and all(zero_where_zero(b, driver) for b in bodies)
     inputs = (main, *sides)
     params = tuple(placeholders[i] for i in inputs)
     return CPlan(op.type, _kind(op), aggregations, inputs, params, body, sparse_safe)

@@ -131,6 +131,8 @@ def _prepare_cell(op: FusedOp) -> tuple:
 def _prepare_outer(op: FusedOp) -> tuple:
     cplan = op.cplan
     factors = {f for n in cplan.body.nodes if outer_product(n) for f in _outer_factors(n)[:2]}
+    if not cplan.sparse_safe:  # every cell counts: a CSR driver is read dense
+        factors.add(cplan.params[0])
     params = _params(op, factors)
     sparse = params[0].csr
     key = ("outer", cplan.key, _signature(params), sparse)
