@@ -277,4 +277,4 @@ def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
         src(1, "return out")
     else:
         src(1, "return out")
-    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, False)
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body))

@@ -154,8 +154,6 @@ def _arguments(params: list[Param], literals: Literals) -> list[str]:
 class Kernel:
     source: str  # the module's source (prelude + one kernel function ``kernel``)
     literal_positions: list[int]  # body.nodes index of the literal passed as c0, c1, ...
-    params: list[Param]
-    sparse_iteration: bool  # iterates only the main input's non-zeros
 
 
 def cell_kernel(
@@ -265,7 +263,7 @@ def cell_kernel(
             src(2, "if seen[j] < m:")
             src(3, fold(aggs[0], "out[j]", "0.0"))
         src(1, "return out")
-    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, sparse)
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body))
 
 
 def _outer_factors(node: Node) -> tuple[Node, Node, bool]:
@@ -363,4 +361,4 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
         src(1, "return out")
     else:
         src(1, "return out")
-    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body), params, sparse)
+    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body))

@@ -49,7 +49,3 @@ def to_dense(value: object, what: str = "fm.matrix") -> np.ndarray:
             f"{arr.shape}"
         )
     return arr.astype(np.float64, copy=False)
-
-
-def format_of(value: object) -> Format:
-    return Format.CSR if sp.issparse(value) else Format.DENSE

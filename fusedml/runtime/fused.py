@@ -8,7 +8,7 @@ repeated call pays only argument conversion and the kernel itself.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,6 @@ from fusedml.ir.ops import AGGREGATE, Op
 
 SUPPORTED = frozenset(TemplateType)
 
-Finish = Callable[[Any, list[Any]], list[Any]]  # (kernel result, inputs) -> IR outputs
 _prepared: weakref.WeakKeyDictionary[FusedOp, tuple] = weakref.WeakKeyDictionary()
 
 
