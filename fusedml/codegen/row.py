@@ -42,12 +42,13 @@ class _RowBody:
         self.main_cols = params[0].node.meta.cols
         self.literals = literals
         self.alloc: list[str] = []  # per-chunk scratch allocations
-        self.per_row: list[str] = []  # statements at the top of each row
         self.lines: list[str] = []  # statements computing the nodes
         # scalars: an expression; vectors: an index template over "{q}" (read in place, no views)
         self.value: dict[Node, str] = {}
         self.width: dict[Node, int | None] = {}  # vector length; None for scalars
         self.param = {p.node: p for p in params}
+        self.csr_rows: dict[Node, tuple[str, str, int]] = {}  # CSR inputs read per row
+        self.scattered: dict[Node, None] = {}  # ordered: kernel sources must be reproducible
         for p in params:
             self._bind(p)
 
@@ -60,11 +61,8 @@ class _RowBody:
         # other (elementwise) use reads them per row like every other input
         rows, cols = node.shape
         row = "0" if rows == 1 else "i"
-        if p.csr:
-            self.alloc.append(f"{name}_buf = np.zeros({cols})")
-            self.per_row.append(
-                f"_fill_row({name}_buf, {name}_data, {name}_indices, {name}_indptr, {row})"
-            )
+        if p.csr:  # scattered into a scratch row only if some elementwise use reads it
+            self.csr_rows[node] = (name, row, cols)
             template = f"{name}_buf[{{q}}]"
         else:
             template = p.at("i", "{q}")
@@ -78,9 +76,33 @@ class _RowBody:
         trip counts such as 20 fully, which was measured 2x slower), other widths are constants."""
         return "n" if k == self.main_cols else str(k)
 
+    def scratch_rows(self) -> tuple[list[str], list[str]]:
+        """(allocations, per-row statements) scattering the CSR rows read elementwise."""
+        alloc, per_row = [], []
+        for node in self.scattered:
+            name, row, cols = self.csr_rows[node]
+            alloc.append(f"{name}_buf = np.zeros({cols})")
+            per_row.append(
+                f"_fill_row({name}_buf, {name}_data, {name}_indices, {name}_indptr, {row})"
+            )
+        return alloc, per_row
+
+    def nonzeros(self, node: Node) -> list[str] | None:
+        """Loop header over the non-zeros (column t, value xv) of a CSR input's row."""
+        if node not in self.csr_rows:
+            return None
+        name, row, _ = self.csr_rows[node]
+        return [
+            f"for pp in range({name}_indptr[{row}], {name}_indptr[{row} + 1]):",
+            f"    t = {name}_indices[pp]",
+            f"    xv = {name}_data[pp]",
+        ]
+
     def _at(self, node: Node, q: str) -> str:
         if node.op is Op.CONST:
             return self.literals.name(node)
+        if node in self.csr_rows:
+            self.scattered[node] = None
         return self.value[node] if self.width[node] is None else self.value[node].format(q=q)
 
     def _vector(self, node: Node, width: int) -> str:
@@ -158,6 +180,9 @@ class _RowBody:
         """Row i of X times the whole matrix B (skinny: few columns)."""
         x, b = node.inputs
         k = x.shape[1]
+        if self.nonzeros(x) is not None:
+            self._sparse_product(node, x, b, width)
+            return
         q = "0" if width is None else "q"
         b_at = self.param[b].at("t", q)
         term = f"{self._at(x, 't')} * {b_at}"
@@ -175,6 +200,28 @@ class _RowBody:
             v = self._vector(node, width)
             self.lines += [f"for q in range({self.size(width)}):"] + [f"    {line}" for line in dot]
             self.lines.append(f"    {v}[q] = acc")
+
+    def _sparse_product(self, node: Node, x: Node, b: Node, width: int | None) -> None:
+        """A CSR row times B: only the row's non-zeros (a zero of X annihilates anyway)."""
+        bp = self.param[b]
+        loop = self.nonzeros(x)
+        if width is None:
+            b_at = bp.at("t", "0")
+            guard = "xv != 0.0" + (f" and {b_at} != 0.0" if b.meta.format.value == "csr" else "")
+            self.lines += ["acc = 0.0", *loop, f"    if {guard}: acc += xv * {b_at}"]
+            self._scalar(node, "acc")
+            return
+        v = self._vector(node, width)
+        self.lines += [f"for q in range({self.size(width)}):", f"    {v}[q] = 0.0", *loop]
+        self.lines += [
+            "    if xv != 0.0:",
+            f"        for q in range({self.size(width)}):",
+        ]
+        term = f"xv * {bp.at('t', 'q')}"
+        if b.meta.format.value == "csr":
+            self.lines.append(f"            if {bp.at('t', 'q')} != 0.0: {v}[q] += {term}")
+        else:
+            self.lines.append(f"            {v}[q] += {term}")
 
 
 def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
@@ -210,51 +257,55 @@ def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
         nx = x_t.inputs[0].shape[1]
         shape = f"(nchunk, {nx})" if width is None else f"(nchunk, {nx}, {cols})"
         src(1, f"partial = np.zeros({shape})")
+    tail = Source()  # what the row loop does with the row's value, after the body
+    at = lambda q: rb._at(value, q)  # noqa: E731
+    if kind in ("no_agg", "no_agg_b1", "row_agg"):
+        tail(3, f"for q in range({rb.size(cols)}):")
+        tail(4, f"out[i, q] = {at('q')}")
+    elif kind == "col_agg":
+        tail(3, f"for q in range({rb.size(cols)}):")
+        tail(4, fold(agg, "colacc[q]", at("q")))
+    elif kind == "full_agg":
+        tail(3, f"for q in range({rb.size(cols)}):")
+        tail(4, fold(agg, "acc_full", at("q")))
+    else:
+        x = x_t.inputs[0]
+        sparse_x = rb.nonzeros(x)
+        if sparse_x is not None:  # a CSR X: only its row's non-zeros (zeros annihilate)
+            for line in sparse_x:
+                tail(3, line)
+        else:
+            tail(3, f"for t in range({rb.size(nx)}):")
+            tail(4, f"xv = {rb._at(x, 't')}")
+        if x.meta.format.value == "csr":
+            tail(4, "if xv == 0.0:")
+            tail(5, "continue")
+        y_csr = value.meta.format.value == "csr"
+        if width is None:
+            update = f"partial[c, t] += xv * {at('0')}"
+            tail(4, update if not y_csr else f"if {at('0')} != 0.0: {update}")
+        else:
+            tail(4, f"for q in range({cols}):")
+            update = f"partial[c, t, q] += xv * {at('q')}"
+            if y_csr:
+                tail(5, f"if {at('q')} != 0.0:")
+                tail(6, update)
+            else:
+                tail(5, update)
+    scratch_alloc, scratch_fill = rb.scratch_rows()
     src(1, "for c in prange(nchunk):")
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
-    for line in rb.alloc:
+    for line in rb.alloc + scratch_alloc:
         src(2, line)
     if kind == "col_agg":
         src(2, f"colacc = np.full({cols}, {INIT[agg]})")
     if kind == "full_agg":
         src(2, f"acc_full = {INIT[agg]}")
     src(2, "for i in range(lo, hi):")
-    for line in rb.per_row:
+    for line in scratch_fill + rb.lines:
         src(3, line)
-    for line in rb.lines:
-        src(3, line)
-    at = lambda q: rb._at(value, q)  # noqa: E731
-    if kind in ("no_agg", "no_agg_b1", "row_agg"):
-        src(3, f"for q in range({rb.size(cols)}):")
-        src(4, f"out[i, q] = {at('q')}")
-    elif kind == "col_agg":
-        src(3, f"for q in range({rb.size(cols)}):")
-        src(4, fold(agg, "colacc[q]", at("q")))
-    elif kind == "full_agg":
-        src(3, f"for q in range({rb.size(cols)}):")
-        src(4, fold(agg, "acc_full", at("q")))
-    else:
-        xname = next(p for p in params if p.node is x_t.inputs[0])
-        guard_x = xname.csr
-        src(3, f"for t in range({rb.size(nx)}):")
-        src(4, f"xv = {rb._at(xname.node, 't')}")
-        if guard_x:
-            src(4, "if xv == 0.0:")
-            src(5, "continue")
-        y_csr = value.meta.format.value == "csr"
-        if width is None:
-            term = f"xv * {at('0')}"
-            update = f"partial[c, t] += {term}"
-            src(4, update if not y_csr else f"if {at('0')} != 0.0: {update}")
-        else:
-            src(4, f"for q in range({cols}):")
-            term = f"xv * {at('q')}"
-            if y_csr:
-                src(5, f"if {at('q')} != 0.0:")
-                src(6, f"partial[c, t, q] += {term}")
-            else:
-                src(5, f"partial[c, t, q] += {term}")
+    src.extend(tail.lines)
     if kind == "col_agg":
         src(2, "partial[c, :] = colacc")
         src(1, f"out = np.full({cols}, {INIT[agg]})")
