@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from fusedml.fusion.memo import MemoTable
 from fusedml.ir.node import Node
@@ -137,36 +138,52 @@ class _Search:
 
     def _solve(self, nodes: frozenset[Node], points: list[Point], cut: int) -> tuple[float, int]:
         if len(points) > EXHAUSTIVE_MAX_POINTS:
-            split = self._splitting_point(nodes, points, cut)
+            split = self._cut_set(nodes, points, cut)
             if split is not None:
-                point, parts = split
-                rest = [pt for pt in points if pt is not point]
-                cut_t = cut | self.mask(point)
-                cost_t, chosen_t = 0.0, cut_t
-                for part in parts:
-                    c, ch = self.solve(part, rest, cut_t)
-                    cost_t += c
-                    chosen_t |= ch
-                cost_f, chosen_f = self.solve(nodes, rest, cut)
-                return (cost_t, chosen_t) if cost_t < cost_f else (cost_f, chosen_f)
+                members, parts = split
+                rest = [pt for pt in points if pt not in members]
+                best: tuple[float, int] | None = None
+                for bits in range(1 << len(members)):
+                    trues = [m for k, m in enumerate(members) if bits >> k & 1]
+                    cut_b = cut
+                    for m in trues:
+                        cut_b |= self.mask(m)
+                    if len(trues) == len(members):  # the cut set holds: independent parts
+                        cost, chosen = 0.0, cut_b
+                        for part in parts:
+                            c, ch = self.solve(part, rest, cut_b)
+                            cost += c
+                            chosen |= ch
+                    else:
+                        cost, chosen = self.solve(nodes, rest, cut_b)
+                    if best is None or cost < best[0]:
+                        best = (cost, chosen)
+                return best
         return self._enumerate(nodes, points, cut)
 
-    def _splitting_point(self, nodes, points, cut):
-        best = None
-        for pt in points:
-            removed = cut | self.mask(pt)
-            kept = (e for b, e in enumerate(self.edges) if not removed >> b & 1)
-            parts = components(nodes, kept)
-            if len(parts) < 2:
-                continue
-            others = [pt2 for pt2 in points if pt2 is not pt]
-            sizes = sorted(sum(pt2.producer in part for pt2 in others) for part in parts)
-            if len(sizes) < 2 or sizes[-2] == 0:
-                continue  # one part keeps every other point: branching would only double work
-            score = (sizes[-1], -len(parts))  # the most balanced split first
-            if best is None or score < best[0]:
-                best = (score, pt, parts)
-        return None if best is None else (best[1], best[2])
+    def _cut_set(self, nodes, points, cut):
+        """One or two points whose materialization splits the scope into parts that each keep
+        some of the other points (then those parts are solved independently)."""
+        for size in (1, 2):
+            best = None
+            for members in combinations(points, size):
+                removed = cut
+                for m in members:
+                    removed |= self.mask(m)
+                kept = (e for b, e in enumerate(self.edges) if not removed >> b & 1)
+                parts = components(nodes, kept)
+                if len(parts) < 2:
+                    continue
+                others = [pt for pt in points if pt not in members]
+                sizes = sorted(sum(pt.producer in part for pt in others) for part in parts)
+                if len(sizes) < 2 or sizes[-2] == 0:
+                    continue  # one part keeps every other point: branching would only add work
+                score = (sizes[-1], -len(parts))  # the most balanced split first
+                if best is None or score < best[0]:
+                    best = (score, members, parts)
+            if best is not None:
+                return best[1], best[2]
+        return None
 
     def _enumerate(
         self, nodes: frozenset[Node], points: list[Point], cut: int
