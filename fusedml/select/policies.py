@@ -4,12 +4,12 @@
 - ``fuse_no_redundancy``: materialize every multi-consumer intermediate (FNR).
 - ``cost_based``: per partition of the memo, search the assignments of its interesting points
   (materialize or fuse), seeded with the FA and FNR plans. Two prunings keep the search small:
-  *structural*, a point whose materialization splits its partition into independent parts is
-  branched on first, and each part is then solved on its own (the cost model is additive over
-  independent parts); *cost-based*, within an exhaustive enumeration a lower bound (static costs
-  plus the materialized points' writes and reads) skips every assignment that only adds
-  materialized points to one already no better than the best plan found. Multi-aggregates are built
-  last, where they are cheaper.
+  *structural*, a cut set of one or two points whose materialization splits the partition into
+  independent parts is branched on first, and in the branch where it holds each part is solved on
+  its own (the cost model is additive over independent parts); *cost-based*, within an exhaustive
+  enumeration a lower bound (static costs plus the materialized points' writes and reads) skips
+  every assignment that only adds materialized points to one already no better than the best plan
+  found. Multi-aggregates are built last, where they are cheaper.
 """
 
 from __future__ import annotations
