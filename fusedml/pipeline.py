@@ -80,7 +80,6 @@ def as_dag(outputs: Any) -> Dag:
 
 
 def cost_model() -> CostModel:
-    # no kernel is cached until code generation lands: every fused operator is a compile
     return CostModel(current_constants())
 
 

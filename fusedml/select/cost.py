@@ -15,7 +15,7 @@ ranges are numpy views and cost only their dispatch).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fusedml.formats import Format
@@ -84,17 +84,9 @@ def sparse_driver(op: Candidate) -> Node | None:
 
 
 class CostModel:
-    def __init__(
-        self,
-        constants: CostConstants,
-        is_cached: Callable[[Hashable], bool] | None = None,
-    ) -> None:
-        """``is_cached(structure_key(op))`` says whether an operator's kernel is compiled already;
-        None: nothing is (every fused operator pays its amortized compile)."""
+    def __init__(self, constants: CostConstants) -> None:
         self.c = constants
-        self.is_cached = is_cached
-        self._operator_cost: dict[Candidate, float] = {}
-        self._step_cost: dict[Candidate | Node, float] = {}
+        self._cost: dict[Candidate | Node, float] = {}  # per operator or unfused node
 
     def _seconds(self, write: float, read: float, flops: float) -> float:
         c = self.c
@@ -108,14 +100,14 @@ class CostModel:
         return self._seconds(node_bytes(n), read, node_flops(n))
 
     def compile_seconds(self, op: Candidate) -> float:
-        if self.is_cached is not None and self.is_cached(structure_key(op)):
-            return 0.0
+        """Every fused operator pays its amortized compile: at selection time its kernel's
+        identity (the CPlan key) is not known yet, so the model assumes a plan-cache miss."""
         return self.c.compile_s / max(self.c.compile_amortization_calls, 1.0)
 
     def operator(self, op: Candidate) -> float:
-        cost = self._operator_cost.get(op)
+        cost = self._cost.get(op)
         if cost is None:
-            cost = self._operator_cost[op] = self._operator(op)
+            cost = self._cost[op] = self._operator(op)
         return cost
 
     def _operator(self, op: Candidate) -> float:
@@ -136,20 +128,20 @@ class CostModel:
         return self._seconds(write, read, flops) + self.compile_seconds(op)
 
     def steps(self, steps: Iterable[Candidate | Node]) -> float:
-        cache = self._step_cost
+        """Total cost of operators and unfused nodes (each costed once per model)."""
         total = 0.0
         for s in steps:
-            cost = cache.get(s)
-            if cost is None:
-                cost = self.operator(s) if isinstance(s, Candidate) else self.unfused(s)
-                cache[s] = cost
-            total += cost
+            if isinstance(s, Candidate):
+                total += self.operator(s)
+            else:
+                cost = self._cost.get(s)
+                if cost is None:
+                    cost = self._cost[s] = self.unfused(s)
+                total += cost
         return total
 
     def selection(self, sel: Selection) -> float:
-        return sum(self.operator(op) for op in sel.operators) + sum(
-            self.unfused(n) for n in sel.unfused
-        )
+        return self.steps([*sel.operators, *sel.unfused])
 
     def lower_bound(self, scope: ScopeBound, extra_bytes: float = 0.0) -> float:
         """No plan of the scope costs less: every output and every extra materialized
@@ -180,15 +172,3 @@ class ScopeBound:
             sum(node_flops(n) for n in nodes if n.op not in (Op.TRANSPOSE, Op.COLS)),
             density,
         )
-
-
-def structure_key(op: Candidate) -> Hashable:
-    """Which kernel this operator needs, independent of data: template and covered op structure."""
-    ids = {n: k for k, n in enumerate(sorted(op.nodes, key=lambda n: n.id))}
-    return (
-        op.type,
-        tuple(
-            (n.op, n.attrs if n.op is not Op.CONST else (), tuple(ids.get(i, -1) for i in n.inputs))
-            for n in sorted(op.nodes, key=lambda n: n.id)
-        ),
-    )
