@@ -6,7 +6,6 @@ Public API (DESIGN.md section 3); everything else is internal.
 from fusedml._config import FUSION_MODES, config, get_config
 from fusedml._errors import (
     FusedMLError,
-    FusionModeWarning,
     KernelFallbackWarning,
     RewriteCycleError,
     ShapeError,
@@ -53,7 +52,7 @@ from fusedml.jit import jit
 __version__ = "0.1.0"
 
 __all__ = [
-    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp", "FusionModeWarning",
+    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp",
     "KernelFallbackWarning", "Plan",
     "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "argmax", "config", "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",

@@ -15,7 +15,3 @@ class RewriteCycleError(FusedMLError, RuntimeError):
 
 class KernelFallbackWarning(UserWarning):
     """A generated kernel failed to build or run; its operator ran through the reference."""
-
-
-class FusionModeWarning(UserWarning):
-    """A fusion mode was requested that this build cannot honour yet; it runs as another mode."""

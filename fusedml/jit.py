@@ -59,7 +59,7 @@ class JitFunction:
             else:
                 _stats.bump("trace_cache_hits")
         mode = self.fusion if fusion is None else fusion
-        requested, _ = pipeline.resolve_fusion(mode)
+        requested = pipeline.resolve_fusion(mode)
         with self._lock:
             plan = program.plans.get(requested)
         if plan is None:

@@ -9,18 +9,15 @@ prints per-stage timings, 2 also prints the plan, 3 also the memo before and aft
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fusedml import _stats
 from fusedml._config import check_fusion_mode, get_config
-from fusedml._errors import FusionModeWarning
 from fusedml.cplan.cplan import construct
 from fusedml.cplan.plan import FusedOp, Plan
 from fusedml.fusion.explore import explore
@@ -31,43 +28,18 @@ from fusedml.ir.node import Node
 from fusedml.ir.ops import LEAF
 from fusedml.ir.verify import verify
 from fusedml.rewrite.driver import rewrite
+from fusedml.rewrite.hand import hand_rewrite
 from fusedml.runtime.executor import execute, to_user
 from fusedml.select.constants import current_constants
 from fusedml.select.cost import CostModel
 from fusedml.select.policies import POLICIES, SelectionResult
 
 STAGES = ("dag", "rewrite", "explore", "select", "cplan", "plan")
-IMPLEMENTED_MODES = frozenset({"none", *POLICIES})
-
-_warned: set[str] = set()
-_warn_lock = threading.Lock()
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def _caller_stacklevel() -> int:
-    """stacklevel of the first frame outside fusedml/, so warnings point at the user's line."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def resolve_fusion(fusion: str | None) -> tuple[str, str]:
-    """(requested, effective) fusion mode; warns once per process for modes not built yet."""
-    requested = check_fusion_mode(get_config().fusion if fusion is None else fusion)
-    if requested in IMPLEMENTED_MODES:
-        return requested, requested
-    with _warn_lock:
-        first = requested not in _warned
-        _warned.add(requested)
-    if first:
-        warnings.warn(
-            f"fusion={requested!r} is not implemented yet; running operator at a time "
-            "(fusion='none'). Results are the same; speed is not.",
-            FusionModeWarning,
-            stacklevel=_caller_stacklevel(),
-        )
-    return requested, "none"
+def resolve_fusion(fusion: str | None) -> str:
+    """The fusion mode to run: ``fusion``, or the configured default when it is None."""
+    return check_fusion_mode(get_config().fusion if fusion is None else fusion)
 
 
 def as_dag(outputs: Any) -> Dag:
@@ -104,10 +76,16 @@ class _Stages:
             print(f"[fusedml] {title}:\n{text}", file=sys.stderr)
 
 
-def _select(memo: MemoTable, effective: str, model: CostModel) -> SelectionResult | None:
-    if effective == "none":
+def _rewrite(dag: Dag, mode: str) -> Dag:
+    dag = rewrite(dag)
+    # Fused (the paper's baseline): hand-written operators where patterns match, the rest unfused
+    return hand_rewrite(dag) if mode == "hand" else dag
+
+
+def _select(memo: MemoTable, mode: str, model: CostModel) -> SelectionResult | None:
+    if mode in ("none", "hand"):
         return None
-    return POLICIES[effective](memo, model)
+    return POLICIES[mode](memo, model)
 
 
 def _fused_ops(result: SelectionResult | None, model: CostModel) -> tuple[FusedOp, ...]:
@@ -156,20 +134,20 @@ def _optimize(outputs: Any, stage: str, fusion: str | None) -> Any:
     dag = stages.run("dag", as_dag, outputs)
     if stage == "dag":
         return dag
-    dag = stages.run("rewrite", rewrite, dag)
+    mode = resolve_fusion(fusion)
+    dag = stages.run("rewrite", _rewrite, dag, mode)
     if stages.debug >= 1:
         verify(dag)
     if stage == "rewrite":
         return dag
-    requested, effective = resolve_fusion(fusion)
     memo = stages.run("explore", explore, dag)
     stages.show(3, "memo after exploration", memo)
     if stage == "explore":
         return memo
     model = cost_model()
-    result = stages.run("select", _select, memo, effective, model)
+    result = stages.run("select", _select, memo, mode, model)
     if result is not None:
-        stages.show(3, f"selected ({effective})", _describe_selection(result, dag.index))
+        stages.show(3, f"selected ({mode})", _describe_selection(result, dag.index))
         _stats.bump("plans_costed", result.stats.plans_costed)
     if stage == "select":
         return result
@@ -181,8 +159,8 @@ def _optimize(outputs: Any, stage: str, fusion: str | None) -> Any:
         cost = sum(model.unfused(n) for n in unfused)
     else:
         unfused, cost = tuple(result.selection.unfused), result.cost_s
-    search = result.stats.as_dict() if result is not None and effective == "cost_based" else {}
-    plan = Plan(dag, requested, effective, operators, unfused, cost, search)
+    search = result.stats.as_dict() if result is not None and mode == "cost_based" else {}
+    plan = Plan(dag, mode, operators, unfused, cost, search)
     _stats.bump("plans_optimized")
     stages.show(2, "plan", plan)
     return plan

@@ -3,7 +3,6 @@
 from collections import Counter
 
 import numpy as np
-import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 
@@ -45,7 +44,6 @@ FUSED_RUNS: Counter[str] = Counter()  # fused operators executed per mode over t
 
 @settings(max_examples=150)
 @given(exprgen.expressions(max_depth=4, allow_sparse=True))
-@pytest.mark.filterwarnings("ignore::fusedml.FusionModeWarning")
 def test_every_mode_matches_numpy_oracle(case):
     tree, leaves = case
     # on these tiny inputs the cost model rightly prefers unfused numpy: also run cost_based

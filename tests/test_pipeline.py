@@ -1,10 +1,9 @@
-"""optimize_until, explain, config scoping and the one-time warning for modes not built yet."""
+"""optimize_until, explain and config scoping."""
 
 import os
 import subprocess
 import sys
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -33,18 +32,6 @@ def test_explain_prints_the_dag_and_modes():
     text = str(plan)
     assert text.startswith("Plan(fusion='none', 0 fused operator(s)")
     assert "out[0]" in text and "out[1]" in text and "matmul(" in text
-
-
-def test_unbuilt_modes_warn_once_and_run_as_none():
-    pipeline._warned.discard("hand")
-    X = fm.matrix(np.arange(6.0).reshape(2, 3))
-    with pytest.warns(fm.FusionModeWarning, match="hand"):
-        plan = fm.explain(fm.sum(X), fusion="hand")
-    assert plan.fusion == "hand" and plan.effective_fusion == "none"
-    assert "runs as 'none'" in str(plan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert fm.evaluate(fm.sum(X), fusion="hand") == 15.0
 
 
 def test_config_is_scoped_and_per_thread():

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Hashable
+from types import ModuleType
 from typing import Any
 
 import numba
@@ -35,10 +36,15 @@ def kernel_dir() -> str:
 
 
 def _load(source: str) -> Callable[..., Any]:
+    return load_module(source).kernel
+
+
+def load_module(source: str) -> ModuleType:
+    """``source`` imported from its content-addressed file (written on first use)."""
     digest = hashlib.sha256((numba.__version__ + source).encode()).hexdigest()[:32]
     name = f"fusedml_kernel_{digest}"
     if name in sys.modules:
-        return sys.modules[name].kernel
+        return sys.modules[name]
     directory = kernel_dir()
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"k_{digest}.py")
@@ -53,7 +59,7 @@ def _load(source: str) -> Callable[..., Any]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module  # before exec: numba's cache must find the module again
             spec.loader.exec_module(module)
-            return module.kernel
+            return module
         except Exception:
             sys.modules.pop(name, None)
             if attempt:

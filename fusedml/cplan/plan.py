@@ -10,6 +10,7 @@ from typing import Any
 from fusedml.cplan.cplan import CPlan
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,12 +54,18 @@ Step = FusedOp | Node  # a fused operator, or one node computed on its own
 @dataclass(frozen=True)
 class Plan:
     dag: Dag
-    fusion: str  # the mode asked for
-    effective_fusion: str  # the mode that runs (differs while a mode is not implemented)
+    fusion: str
     operators: tuple[FusedOp, ...] = ()
     unfused: tuple[Node, ...] = ()
     estimated_cost_s: float = 0.0
     search: dict[str, Any] = field(default_factory=dict)  # cost-based search statistics
+
+    @property
+    def hand_operators(self) -> tuple[str, ...]:
+        """``name[variant]`` of each hand-written operator (``fusion="hand"``), in DAG order."""
+        return tuple(
+            f"{n.attr('name')}[{n.attr('variant')}]" for n in self.dag.nodes if n.op is Op.HAND
+        )
 
     @functools.cached_property
     def schedule(self) -> tuple[Step, ...]:
@@ -72,10 +79,9 @@ class Plan:
 
     def __str__(self) -> str:
         head = f"Plan(fusion={self.fusion!r}"
-        if self.effective_fusion != self.fusion:
-            head += f", runs as {self.effective_fusion!r}"
+        hand = f", {len(self.hand_operators)} hand operator(s)" if self.hand_operators else ""
         head += (
-            f", {len(self.operators)} fused operator(s), {len(self.dag)} node(s), "
+            f", {len(self.operators)} fused operator(s){hand}, {len(self.dag)} node(s), "
             f"estimated {self.estimated_cost_s * 1e3:.3g} ms)"
         )
         lines = [head]

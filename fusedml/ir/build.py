@@ -34,3 +34,8 @@ def const(value: float) -> Node:
     value = float(value)
     meta = Meta((), int(value != 0.0), Format.DENSE)
     return intern(Op.CONST, (), {"value": value}, infer_meta, meta)
+
+
+def placeholder(k: int, meta: Meta) -> Node:
+    """The ``k``-th input of an operator's definition body, with the meta of what it stands for."""
+    return intern(Op.DATA, (), {"name": f"#{k}"}, infer_meta, meta)

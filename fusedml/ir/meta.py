@@ -155,4 +155,9 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         cols = sum(i.meta.cols for i in inputs)
         nnz = sum(i.meta.nnz for i in inputs) if fmt is CSR else rows.pop() * cols
         return Meta((inputs[0].meta.rows, cols), nnz, fmt, dtype)
+    if op is Op.HAND:
+        params, definition = attrs["params"], attrs["definition"]
+        if [p.meta for p in params] != [i.meta for i in inputs]:
+            raise ShapeError(f"hand operator {attrs['name']}: inputs do not fit its definition")
+        return definition.meta
     raise ShapeError(f"no meta rule for {op!r}")  # DATA/CONST carry their meta

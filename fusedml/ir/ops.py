@@ -51,6 +51,10 @@ class Op(enum.Enum):
     TRANSPOSE = "transpose"
     COLS = "cols"  # column range [start, stop) (attrs ``start``, ``stop``)
     HSTACK = "hstack"  # cbind of any number of inputs with equal row counts
+    # a hand-written fused operator (``fusion="hand"``): attrs ``name`` and ``variant`` pick the
+    # kernel; ``definition`` is the subexpression it replaces, built over the placeholder leaves
+    # ``params`` (one per input), so its meta and its reference value are the definition's
+    HAND = "hand"
 
     def __repr__(self) -> str:
         return f"Op.{self.name}"

@@ -13,6 +13,9 @@ def format_node(node: Node, index: Mapping[Node, int]) -> str:
         body = f"data {node.attr('name')!r}"
     elif node.op is Op.CONST:
         body = f"const {node.attr('value')!r}"
+    elif node.op is Op.HAND:
+        args = ", ".join(f"%{index[i]}" for i in node.inputs)
+        body = f"hand {node.attr('name')}[{node.attr('variant')}]({args})"
     else:
         args = [f"%{index[i]}" for i in node.inputs]
         args += [f"{k}={v!r}" for k, v in node.attrs]

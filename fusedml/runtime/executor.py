@@ -1,6 +1,7 @@
 """Runs a plan: its steps in order (fused operators and single nodes), each intermediate freed
-after its last use. Until code generation lands, a fused operator runs its CPlan body through the
-reference interpreter, so every fusion mode computes the reference's numbers."""
+after its last use. Fused operators run their generated kernels and hand operators (``Op.HAND``)
+their hand-written ones; either falls back to the reference interpreter, with a warning, if its
+kernel fails, so no mode ever returns a different answer."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fusedml.formats import Format
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
+from fusedml.runtime import hand
 from fusedml.runtime.fused import SUPPORTED, run
 from fusedml.runtime.reference import Value, evaluate_node
 
@@ -94,6 +96,23 @@ def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     return _run_reference(op, values)
 
 
+def _run_hand(node: Node, args: list[Value]) -> Value:
+    try:
+        return hand.run(node, args)
+    except Exception as exc:  # never a wrong answer: the reference computes this operator
+        _stats.bump("hand_ops_by_reference")
+        key = (node.attr("name"), node.attr("variant"), type(exc))
+        if key not in _fallback_warned:
+            _fallback_warned.add(key)
+            warnings.warn(
+                f"hand-written kernel {node.attr('name')}[{node.attr('variant')}] failed "
+                f"({type(exc).__name__}: {exc}); running it through the reference interpreter",
+                KernelFallbackWarning,
+                stacklevel=2,
+            )
+    return evaluate_node(node, args)
+
+
 def _run_reference(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     cplan = op.cplan
     bound = {param: values[node] for param, node in zip(cplan.params, cplan.inputs, strict=True)}
@@ -129,6 +148,10 @@ def execute(plan: Plan, bindings: Mapping[Node, Value]) -> list[Value]:
                     _check_result(root, value)
                     values[root] = value
                 inputs: Sequence[Node] = step.inputs
+            elif step.op is Op.HAND:
+                values[step] = _run_hand(step, [values[i] for i in step.inputs])
+                _check_result(step, values[step])
+                inputs = step.inputs
             else:
                 values[step] = evaluate_node(step, [values[i] for i in step.inputs])
                 _check_result(step, values[step])

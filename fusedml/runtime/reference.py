@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fusedml.formats import Format
+from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import (
     AGGREGATE,
@@ -232,10 +233,21 @@ _STRUCTURAL: dict[Op, Callable[..., Value]] = {
 }
 
 
+def _hand(node: Node, args: Sequence[Value]) -> Value:
+    """A hand operator's value is its definition's, evaluated over its inputs."""
+    values: dict[Node, Value] = dict(zip(node.attr("params"), args, strict=True))
+    for n in Dag([node.attr("definition")]).nodes:
+        if n not in values:
+            values[n] = evaluate_node(n, [values[i] for i in n.inputs])
+    return values[node.attr("definition")]
+
+
 def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
     """The value of ``node`` given the values of its inputs (leaves are bound by the caller)."""
     if node.op is Op.CONST:
         return node.attr("value")
+    if node.op is Op.HAND:
+        return _hand(node, args)
     with np.errstate(all="ignore"):
         if node.op in ELEMENTWISE:
             return _elementwise(node, args)

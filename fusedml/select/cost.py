@@ -59,6 +59,16 @@ def node_flops(n: Node) -> float:
         return 2.0 * a.meta.rows * a.meta.cols * b.meta.cols
     if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK):
         return _work_cells(n)
+    if n.op is Op.HAND:  # the work of what it replaces, ignoring the sparsity it exploits
+        body = n.attr("definition")
+        stack, seen, total = [body], set(), 0.0
+        while stack:
+            m = stack.pop()
+            if m not in seen:
+                seen.add(m)
+                total += node_flops(m)
+                stack.extend(m.inputs)
+        return total
     return 0.0
 
 

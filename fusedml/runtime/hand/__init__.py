@@ -1,0 +1,70 @@
+"""Hand-written fused operators (the paper's *Fused* baseline), run for ``Op.HAND`` nodes.
+
+``run(node, args)`` calls the operator the node names with its input values and returns the
+node's value in the format its meta names.
+
+The kernel modules are imported through the content-addressed kernel cache (as generated kernels
+are), keyed by their source *and* the shared helpers they inline: numba's own ``cache=True`` keys
+a function by its file's timestamp only, so an edited helper in ``_common.py`` would otherwise
+leave stale machine code behind. Each module is loaded on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from fusedml import _stats
+from fusedml.codegen.cache import load_module
+from fusedml.ir.node import Node
+
+# operator name -> (kernel module, function)
+OPERATORS: dict[str, tuple[str, str]] = {
+    "tak+*": ("cellwise", "tak"),
+    "uasqk+": ("cellwise", "sumsq"),
+    "axpy": ("cellwise", "axpy"),
+    "1-*": ("cellwise", "one_minus_product"),
+    "sprop": ("cellwise", "sprop"),
+    "sigmoid": ("cellwise", "sigmoid_op"),
+    "mmchain": ("products", "mmchain"),
+    "tsmm": ("products", "tsmm"),
+    "wsloss": ("lowrank", "wsloss"),
+    "wsigmoid": ("lowrank", "wsigmoid"),
+    "wdivmm": ("lowrank", "wdivmm"),
+    "wcemm": ("lowrank", "wcemm"),
+    "wumm": ("lowrank", "wumm"),
+}
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_modules: dict[str, ModuleType] = {}
+_lock = threading.Lock()
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(_HERE, f"{name}.py")) as f:
+        return f.read()
+
+
+def _module(name: str) -> ModuleType:
+    with _lock:
+        module = _modules.get(name)
+        if module is None:
+            helpers = hashlib.sha256(_read("_common").encode()).hexdigest()
+            source = f"{_read(name)}\n# helpers: _common.py sha256 {helpers}\n"
+            module = _modules[name] = load_module(source)
+        return module
+
+
+def operator(name: str) -> Callable[..., Any]:
+    module, function = OPERATORS[name]
+    return getattr(_module(module), function)
+
+
+def run(node: Node, args: Sequence[Any]) -> Any:
+    out = operator(node.attr("name"))(node.attr("variant"), *args)
+    _stats.bump("hand_ops_executed")
+    return out

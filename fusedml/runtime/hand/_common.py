@@ -1,0 +1,133 @@
+"""Shared pieces of the hand-written kernels: numba options, row chunks, operand access.
+
+Conventions (the same as the generated skeletons, so the comparison is fair): ``prange`` over a
+fixed number of row chunks with partials combined in chunk order (results do not depend on the
+thread count), ``error_model="numpy"`` and fastmath reassociation/contraction only, so NaN and inf
+propagate as numpy's. A CSR operand's zero (stored or implicit) annihilates in products and as a
+numerator, exactly as in the reference interpreter.
+
+An *operand* is a matrix the kernel reads at arbitrary ``(i, j)``: the tuple
+``(dense, data, indices, indptr, is_csr)``, unused parts empty, so one compiled kernel serves
+dense and CSR side inputs (the format branch is perfectly predictable).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from fusedml.codegen import cache as _cache  # noqa: F401  (sets the threadsafe numba layer)
+
+CHUNKS = 64
+PARTIAL_CELLS = 1 << 22  # at most 32 MB of per-chunk partials for column/matrix aggregates
+JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+INLINE = dict(inline="always", error_model="numpy")
+
+_EMPTY2 = np.zeros((0, 0))
+_EMPTY1 = np.zeros(0)
+_EMPTY_INDICES = np.zeros(0, dtype=np.int32)
+_EMPTY_INDPTR = np.zeros(1, dtype=np.int32)
+
+
+def partial_chunks(cells: int) -> int:
+    """Chunks for a kernel whose per-chunk partial has ``cells`` entries (memory-bounded)."""
+    return max(1, min(CHUNKS, PARTIAL_CELLS // max(cells, 1)))
+
+
+def dense(value) -> np.ndarray:
+    return np.ascontiguousarray(value, dtype=np.float64)
+
+
+def operand(value) -> tuple:
+    if sp.issparse(value):
+        return (_EMPTY2, value.data, value.indices, value.indptr, True)
+    return (dense(value), _EMPTY1, _EMPTY_INDICES, _EMPTY_INDPTR, False)
+
+
+def column(value) -> np.ndarray:
+    """An (m, 1) column as a 1-D array."""
+    return dense(value.toarray() if sp.issparse(value) else value).reshape(-1)
+
+
+@numba.njit(**INLINE)
+def bounds(c, m, chunks):
+    return c * m // chunks, (c + 1) * m // chunks
+
+
+@numba.njit(**INLINE)
+def csr_get(data, indices, indptr, i, j):
+    lo, end = indptr[i], indptr[i + 1]
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if indices[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < end and indices[lo] == j:
+        return data[lo]
+    return 0.0
+
+
+@numba.njit(**INLINE)
+def get(o, i, j):
+    if o[4]:
+        return csr_get(o[1], o[2], o[3], i, j)
+    return o[0][i, j]
+
+
+@numba.njit(**INLINE)
+def annihilates(o, value):
+    """A zero read from a CSR operand wins over anything it multiplies."""
+    return o[4] and value == 0.0
+
+
+@numba.njit(**INLINE)
+def dot(U, V, i, j):
+    s = 0.0
+    for r in range(U.shape[1]):
+        s += U[i, r] * V[j, r]
+    return s
+
+
+@numba.njit(**INLINE)
+def sigmoid(x):
+    # scipy's expit formula (the reference's): below about -709 it is 0, not a subnormal
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# unary functions of ``wumm`` by code (UNARY_CODES)
+UNARY_CODES = {
+    "exp": 0,
+    "log": 1,
+    "abs": 2,
+    "sqrt": 3,
+    "sign": 4,
+    "neg": 5,
+    "sigmoid": 6,
+    "pow2": 7,
+}
+
+
+@numba.njit(**INLINE)
+def unary(code, x):
+    if code == 0:
+        return np.exp(x)
+    if code == 1:
+        return np.log(x)
+    if code == 2:
+        return np.abs(x)
+    if code == 3:
+        return np.sqrt(x)
+    if code == 4:
+        if x > 0.0:
+            return 1.0
+        if x < 0.0:
+            return -1.0
+        return x  # 0 stays 0, NaN stays NaN (numpy's sign)
+    if code == 5:
+        return -x
+    if code == 6:
+        return sigmoid(x)
+    return x * x

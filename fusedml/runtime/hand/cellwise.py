@@ -1,0 +1,299 @@
+"""Hand-written cellwise operators: tak+* (sum(X*Y*Z) and its column sums), uasqk+ (sum of
+squares, full/row/col), axpy (X +- s*Y), 1-* (1 - X*Y), sprop (X*(1-X)) and sigmoid."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import prange
+
+from fusedml.runtime.hand._common import (
+    CHUNKS,
+    INLINE,
+    JIT,
+    annihilates,
+    bounds,
+    dense,
+    get,
+    operand,
+    partial_chunks,
+    sigmoid,
+)
+
+
+# -- tak+* ------------------------------------------------------------------------------------
+@numba.njit(**JIT)
+def _tak_dense(X, Y, Z, chunks, by_column):
+    m, n = X.shape
+    parts = np.zeros((chunks, n if by_column else 1))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        if by_column:
+            for i in range(lo, hi):
+                for j in range(n):
+                    acc[j] += X[i, j] * Y[i, j] * Z[i, j]
+        else:
+            s = 0.0
+            for i in range(lo, hi):
+                for j in range(n):
+                    s += X[i, j] * Y[i, j] * Z[i, j]
+            acc[0] = s
+    out = np.zeros(parts.shape[1])
+    for c in range(chunks):
+        out += parts[c]
+    return out
+
+
+@numba.njit(**INLINE)
+def _read(o, pos, driver, d, i, j):
+    return d if pos == driver else get(o, i, j)
+
+
+@numba.njit(**JIT)
+def _tak_sparse(data, indices, indptr, driver, m, n, X, Y, Z, chunks, by_column):
+    """(X * Y) * Z over the non-zeros of one CSR operand (``driver``: 0, 1, 2). The reference's
+    rule holds for the intermediate too: where X * Y is CSR, its zeros annihilate Z's inf/NaN."""
+    xy_csr = X[4] or Y[4]
+    parts = np.zeros((chunks, n if by_column else 1))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        s = 0.0
+        for i in range(lo, hi):
+            for p in range(indptr[i], indptr[i + 1]):
+                d = data[p]
+                if d == 0.0:
+                    continue
+                j = indices[p]
+                x = _read(X, 0, driver, d, i, j)
+                y = _read(Y, 1, driver, d, i, j)
+                if annihilates(X, x) or annihilates(Y, y):
+                    continue
+                t = x * y
+                z = _read(Z, 2, driver, d, i, j)
+                if (xy_csr and t == 0.0) or annihilates(Z, z):
+                    continue
+                if by_column:
+                    acc[j] += t * z
+                else:
+                    s += t * z
+        if not by_column:
+            acc[0] = s
+    out = np.zeros(parts.shape[1])
+    for c in range(chunks):
+        out += parts[c]
+    return out
+
+
+def tak(variant: str, x, y, z):
+    by_column = variant == "col"
+    m, n = x.shape
+    chunks = partial_chunks(n) if by_column else CHUNKS
+    values = (x, y, z)
+    sparse = [k for k in range(3) if sp.issparse(values[k])]
+    if sparse:
+        driver = min(sparse, key=lambda k: values[k].nnz)  # the sparsest drives
+        d = values[driver]
+        ops = [operand(v) for v in values]
+        out = _tak_sparse(d.data, d.indices, d.indptr, driver, m, n, *ops, chunks, by_column)
+    else:
+        out = _tak_dense(dense(x), dense(y), dense(z), chunks, by_column)
+    return out.reshape(1, n) if by_column else float(out[0])
+
+
+# -- uasqk+ -----------------------------------------------------------------------------------
+@numba.njit(**JIT)
+def _sumsq_dense(X, axis, chunks):
+    m, n = X.shape
+    width = 1 if axis < 0 else n
+    parts = np.zeros((chunks, width))
+    rows = np.zeros(m)
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        s = 0.0
+        for i in range(lo, hi):
+            r = 0.0
+            for j in range(n):
+                v = X[i, j] * X[i, j]
+                if axis == 0:
+                    acc[j] += v
+                else:
+                    r += v
+            rows[i] = r
+            s += r
+        if axis < 0:
+            acc[0] = s
+    out = np.zeros(width)
+    for c in range(chunks):
+        out += parts[c]
+    return out, rows
+
+
+@numba.njit(**JIT)
+def _sumsq_sparse(data, indices, indptr, m, n, axis, chunks):
+    width = 1 if axis < 0 else n
+    parts = np.zeros((chunks, width))
+    rows = np.zeros(m)
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        s = 0.0
+        for i in range(lo, hi):
+            r = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                v = data[p] * data[p]
+                if axis == 0:
+                    acc[indices[p]] += v
+                else:
+                    r += v
+            rows[i] = r
+            s += r
+        if axis < 0:
+            acc[0] = s
+    out = np.zeros(width)
+    for c in range(chunks):
+        out += parts[c]
+    return out, rows
+
+
+def sumsq(variant: str, x):
+    axis = {"full": -1, "col": 0, "row": 1}[variant]
+    m, n = x.shape
+    chunks = partial_chunks(n) if axis == 0 else CHUNKS
+    if sp.issparse(x):
+        out, rows = _sumsq_sparse(x.data, x.indices, x.indptr, m, n, axis, chunks)
+    else:
+        out, rows = _sumsq_dense(dense(x), axis, chunks)
+    if axis == 1:
+        return rows.reshape(m, 1)
+    return out.reshape(1, n) if axis == 0 else float(out[0])
+
+
+# -- axpy -------------------------------------------------------------------------------------
+@numba.njit(**JIT)
+def _axpy(X, Y, s, sign, ydata, yindices, yindptr, xdata, xindices, xindptr, mode):
+    """mode 0: X, Y dense; 1: Y CSR (X dense); 2: X CSR (Y dense)."""
+    m, n = X.shape if mode != 2 else Y.shape
+    out = np.empty((m, n))
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            if mode == 0:
+                for j in range(n):
+                    out[i, j] = X[i, j] + sign * (s * Y[i, j])
+            elif mode == 1:
+                for j in range(n):
+                    out[i, j] = X[i, j]
+                for p in range(yindptr[i], yindptr[i + 1]):
+                    if ydata[p] != 0.0:
+                        j = yindices[p]
+                        out[i, j] = X[i, j] + sign * (s * ydata[p])
+            else:
+                for j in range(n):
+                    out[i, j] = 0.0 + sign * (s * Y[i, j])
+                for p in range(xindptr[i], xindptr[i + 1]):
+                    j = xindices[p]
+                    out[i, j] = xdata[p] + sign * (s * Y[i, j])
+    return out
+
+
+def axpy(variant: str, x, s, y):
+    sign = 1.0 if variant == "plus" else -1.0
+    e2, e1, ei, ep = np.zeros((0, 0)), np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32)
+    if sp.issparse(y):
+        return _axpy(dense(x), e2, float(s), sign, y.data, y.indices, y.indptr, e1, ei, ep, 1)
+    if sp.issparse(x):
+        return _axpy(e2, dense(y), float(s), sign, e1, ei, ep, x.data, x.indices, x.indptr, 2)
+    return _axpy(dense(x), dense(y), float(s), sign, e1, ei, ep, e1, ei, ep, 0)
+
+
+# -- 1-* --------------------------------------------------------------------------------------
+@numba.njit(**JIT)
+def _one_minus_dense(X, Y):
+    m, n = X.shape
+    out = np.empty((m, n))
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            for j in range(n):
+                out[i, j] = 1.0 - X[i, j] * Y[i, j]
+    return out
+
+
+@numba.njit(**JIT)
+def _one_minus_sparse(data, indices, indptr, m, n, other):
+    out = np.empty((m, n))
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            out[i, :] = 1.0
+            for p in range(indptr[i], indptr[i + 1]):
+                d = data[p]
+                if d == 0.0:
+                    continue
+                j = indices[p]
+                o = get(other, i, j)
+                if not annihilates(other, o):
+                    out[i, j] = 1.0 - d * o
+    return out
+
+
+def one_minus_product(variant: str, x, y):
+    if sp.issparse(x) or sp.issparse(y):
+        d, o = (x, y) if sp.issparse(x) else (y, x)
+        return _one_minus_sparse(d.data, d.indices, d.indptr, *d.shape, operand(o))
+    return _one_minus_dense(dense(x), dense(y))
+
+
+# -- sprop and sigmoid ------------------------------------------------------------------------
+@numba.njit(**JIT)
+def _sprop_values(v):
+    out = np.empty_like(v)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, v.size, CHUNKS)
+        for p in range(lo, hi):
+            x = v[p]
+            out[p] = 0.0 if x == 0.0 else x * (1.0 - x)
+    return out
+
+
+@numba.njit(**JIT)
+def _sprop_dense(X):
+    m, n = X.shape
+    out = np.empty((m, n))
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            for j in range(n):
+                out[i, j] = X[i, j] * (1.0 - X[i, j])
+    return out
+
+
+def sprop(variant: str, x):
+    if sp.issparse(x):
+        return sp.csr_array((_sprop_values(x.data), x.indices, x.indptr), shape=x.shape)
+    return _sprop_dense(dense(x))
+
+
+@numba.njit(**JIT)
+def _sigmoid(X, data, indices, indptr, m, n, is_csr):
+    out = np.empty((m, n))
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            if is_csr:
+                out[i, :] = 0.5
+                for p in range(indptr[i], indptr[i + 1]):
+                    out[i, indices[p]] = sigmoid(data[p])
+            else:
+                for j in range(n):
+                    out[i, j] = sigmoid(X[i, j])
+    return out
+
+
+def sigmoid_op(variant: str, x):
+    values, data, indices, indptr, is_csr = operand(x)
+    return _sigmoid(values, data, indices, indptr, *x.shape, is_csr)

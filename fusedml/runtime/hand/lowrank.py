@@ -1,0 +1,238 @@
+"""Hand-written operators over a low-rank product ``U @ V.T`` that is never materialized: wsloss,
+wsigmoid, wdivmm, wcemm and wumm. With a CSR weight/data matrix they compute ``U[i] . V[j]`` only
+at its non-zeros; with a dense one at every cell (numpy's NaN rules then apply to zeros too)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import prange
+
+from fusedml.runtime.hand._common import (
+    CHUNKS,
+    JIT,
+    UNARY_CODES,
+    bounds,
+    dense,
+    dot,
+    get,
+    operand,
+    partial_chunks,
+    sigmoid,
+    unary,
+)
+
+
+# -- wsloss: sum(W * (X - U V')^2), sum((X != 0) * (X - U V')^2), sum((X - U V')^2) ------------
+@numba.njit(**JIT)
+def _wsloss_sparse(data, indices, indptr, m, X, U, V, mode):
+    """Over the driver's non-zeros; mode 0: driver W (weights), 1: driver X (mask X != 0),
+    2: driver X, the correction (x - uv)^2 - uv^2 to a sum over all cells of (U V')^2."""
+    parts = np.zeros(CHUNKS)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        s = 0.0
+        for i in range(lo, hi):
+            for p in range(indptr[i], indptr[i + 1]):
+                d = data[p]
+                if d == 0.0:
+                    continue
+                j = indices[p]
+                uv = dot(U, V, i, j)
+                if mode == 0:
+                    r = get(X, i, j) - uv
+                    s += d * (r * r)
+                elif mode == 1:
+                    r = d - uv
+                    s += r * r
+                else:
+                    r = d - uv
+                    s += r * r - uv * uv
+        parts[c] = s
+    return parts.sum()
+
+
+@numba.njit(**JIT)
+def _wsloss_dense(W, X, U, V, mode):
+    """Every cell; mode 0: weights W, 1: mask X != 0, 2: unweighted."""
+    m, n = U.shape[0], V.shape[0]
+    parts = np.zeros(CHUNKS)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        s = 0.0
+        for i in range(lo, hi):
+            for j in range(n):
+                x = get(X, i, j)
+                r = x - dot(U, V, i, j)
+                if mode == 0:
+                    s += W[i, j] * (r * r)
+                elif mode == 1:
+                    s += (1.0 if x != 0.0 else 0.0) * (r * r)
+                else:
+                    s += r * r
+        parts[c] = s
+    return parts.sum()
+
+
+def wsloss(variant: str, *args):
+    if variant == "post":
+        w, x, u, v = args
+    else:
+        (x, u, v), w = args, None
+    u, v = dense(u), dense(v)
+    empty = np.zeros((0, 0))
+    if variant == "post" and sp.issparse(w):
+        return float(_wsloss_sparse(w.data, w.indices, w.indptr, w.shape[0], operand(x), u, v, 0))
+    if variant == "post_nz" and sp.issparse(x):
+        return float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0], operand(x), u, v, 1))
+    if variant == "none" and sp.issparse(x) and np.isfinite(u).all() and np.isfinite(v).all():
+        # sum over all cells of (U V')^2 is sum((U'U) * (V'V)): O((m + n) k^2), not O(m n k)
+        total = float(np.sum((u.T @ u) * (v.T @ v)))
+        return total + float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0],
+                                             operand(x), u, v, 2))  # fmt: skip
+    mode = {"post": 0, "post_nz": 1, "none": 2}[variant]
+    return float(_wsloss_dense(dense(w) if mode == 0 else empty, operand(x), u, v, mode))
+
+
+# -- wsigmoid: W * sigmoid(+-U V'), W * log(sigmoid(+-U V')) ----------------------------------
+@numba.njit(**JIT)
+def _wsigmoid(W, data, indices, indptr, is_csr, U, V, minus, log):
+    m, n = U.shape[0], V.shape[0]
+    out = np.empty(data.size if is_csr else m * n)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            if is_csr:
+                for p in range(indptr[i], indptr[i + 1]):
+                    w = data[p]
+                    if w == 0.0:
+                        out[p] = 0.0
+                        continue
+                    uv = dot(U, V, i, indices[p])
+                    f = sigmoid(-uv if minus else uv)
+                    out[p] = w * (np.log(f) if log else f)
+            else:
+                for j in range(n):
+                    uv = dot(U, V, i, j)
+                    f = sigmoid(-uv if minus else uv)
+                    out[i * n + j] = W[i, j] * (np.log(f) if log else f)
+    return out
+
+
+def wsigmoid(variant: str, w, u, v):
+    minus, log = variant.endswith("_minus"), variant.startswith("log")
+    values, data, indices, indptr, is_csr = operand(w)
+    out = _wsigmoid(values, data, indices, indptr, is_csr, dense(u), dense(v), minus, log)
+    if is_csr:
+        return sp.csr_array((out, w.indices, w.indptr), shape=w.shape)
+    return out.reshape(w.shape)
+
+
+# -- wdivmm: (W * U V') @ V, (W / U V') @ V and the left products with U ------------------------
+@numba.njit(**JIT)
+def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks):
+    m, n, k = U.shape[0], V.shape[0], U.shape[1]
+    parts = np.zeros((chunks if left else 1, n if left else 0, k))
+    right = np.zeros((0 if left else m, k))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        for i in range(lo, hi):
+            if is_csr:
+                start, end = indptr[i], indptr[i + 1]
+            else:
+                start, end = 0, n
+            for p in range(start, end):
+                if is_csr:
+                    w = data[p]
+                    j = indices[p]
+                    if w == 0.0:
+                        continue
+                else:
+                    w = W[i, p]
+                    j = p
+                uv = dot(U, V, i, j)
+                t = w / uv if div else w * uv
+                if is_csr and t == 0.0:
+                    continue  # a zero of the sparse intermediate annihilates in the product
+                if left:
+                    for r in range(k):
+                        parts[c, j, r] += t * U[i, r]
+                else:
+                    for r in range(k):
+                        right[i, r] += t * V[j, r]
+    if not left:
+        return right
+    out = np.zeros((n, k))
+    for c in range(chunks):
+        out += parts[c]
+    return out
+
+
+def wdivmm(variant: str, w, u, v):
+    div, left = variant.startswith("div"), "_left" in variant
+    u, v = dense(u), dense(v)
+    values, data, indices, indptr, is_csr = operand(w)
+    chunks = partial_chunks(v.shape[0] * u.shape[1]) if left else CHUNKS
+    out = _wdivmm(values, data, indices, indptr, is_csr, u, v, div, left, chunks)
+    return np.ascontiguousarray(out.T) if variant.endswith("_left_t") else out
+
+
+# -- wcemm: sum(X * log(U V' + eps)) ----------------------------------------------------------
+@numba.njit(**JIT)
+def _wcemm(X, data, indices, indptr, is_csr, U, V, eps):
+    m, n = U.shape[0], V.shape[0]
+    parts = np.zeros(CHUNKS)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        s = 0.0
+        for i in range(lo, hi):
+            if is_csr:
+                for p in range(indptr[i], indptr[i + 1]):
+                    x = data[p]
+                    if x != 0.0:
+                        s += x * np.log(dot(U, V, i, indices[p]) + eps)
+            else:
+                for j in range(n):
+                    s += X[i, j] * np.log(dot(U, V, i, j) + eps)
+        parts[c] = s
+    return parts.sum()
+
+
+def wcemm(variant: str, x, u, v, eps=0.0):
+    # log(uv + 0.0) == log(uv) bit for bit, so "basic" is "eps" with eps = 0
+    values, data, indices, indptr, is_csr = operand(x)
+    return float(_wcemm(values, data, indices, indptr, is_csr, dense(u), dense(v), float(eps)))
+
+
+# -- wumm: X * f(U V'), X / f(U V') -------------------------------------------------------------
+@numba.njit(**JIT)
+def _wumm(X, data, indices, indptr, is_csr, U, V, code, div):
+    m, n = U.shape[0], V.shape[0]
+    out = np.empty(data.size if is_csr else m * n)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, m, CHUNKS)
+        for i in range(lo, hi):
+            if is_csr:
+                for p in range(indptr[i], indptr[i + 1]):
+                    x = data[p]
+                    if x == 0.0:
+                        out[p] = 0.0
+                        continue
+                    f = unary(code, dot(U, V, i, indices[p]))
+                    out[p] = x / f if div else x * f
+            else:
+                for j in range(n):
+                    f = unary(code, dot(U, V, i, j))
+                    out[i * n + j] = X[i, j] / f if div else X[i, j] * f
+    return out
+
+
+def wumm(variant: str, x, u, v):
+    kind, fn = variant.split("_", 1)
+    values, data, indices, indptr, is_csr = operand(x)
+    out = _wumm(values, data, indices, indptr, is_csr, dense(u), dense(v), UNARY_CODES[fn],
+                kind == "div")  # fmt: skip
+    if is_csr:
+        return sp.csr_array((out, x.indices, x.indptr), shape=x.shape)
+    return out.reshape(x.shape)

@@ -1,0 +1,119 @@
+"""Hand-written matrix products: mmchain (``X.T @ (X @ v)``, ``X.T @ (w * (X @ v))``,
+``X.T @ ((X @ v) - y)``: one pass over X, each row's ``x_i . v`` folded straight back into
+``x_i * q_i``) and tsmm (``X.T @ X`` / ``X @ X.T``: BLAS syrk for dense X, which computes one
+triangle, and a triangle-only accumulation over each CSR row's non-zeros)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import prange
+from scipy.linalg import blas
+
+from fusedml.runtime.hand._common import JIT, bounds, column, dense, partial_chunks
+
+MMCHAIN = {"XtXv": 0, "XtwXv": 1, "XtXv-y": 2}
+
+
+@numba.njit(**JIT)
+def _mmchain_dense(X, v, w, y, variant, chunks):
+    m, n = X.shape
+    parts = np.zeros((chunks, n))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        for i in range(lo, hi):
+            q = 0.0
+            for j in range(n):
+                q += X[i, j] * v[j]
+            if variant == 1:
+                q = w[i] * q
+            elif variant == 2:
+                q = q - y[i]
+            for j in range(n):
+                acc[j] += X[i, j] * q
+    out = np.zeros(n)
+    for c in range(chunks):
+        out += parts[c]
+    return out
+
+
+@numba.njit(**JIT)
+def _mmchain_sparse(data, indices, indptr, m, n, v, w, y, variant, chunks):
+    parts = np.zeros((chunks, n))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        for i in range(lo, hi):
+            q = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                if data[p] != 0.0:  # CSR zeros annihilate (also against inf in v)
+                    q += data[p] * v[indices[p]]
+            if variant == 1:
+                q = w[i] * q
+            elif variant == 2:
+                q = q - y[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                if data[p] != 0.0:
+                    acc[indices[p]] += data[p] * q
+    out = np.zeros(n)
+    for c in range(chunks):
+        out += parts[c]
+    return out
+
+
+def mmchain(variant: str, x, v, third=None):
+    code = MMCHAIN[variant]
+    m, n = x.shape
+    v = column(v)
+    w = column(third) if code == 1 else np.zeros(0)
+    y = column(third) if code == 2 else np.zeros(0)
+    chunks = partial_chunks(n)
+    if sp.issparse(x):
+        out = _mmchain_sparse(x.data, x.indices, x.indptr, m, n, v, w, y, code, chunks)
+    else:
+        out = _mmchain_dense(dense(x), v, w, y, code, chunks)
+    return out.reshape(n, 1)
+
+
+@numba.njit(**JIT)
+def _tsmm_sparse(data, indices, indptr, m, n, chunks):
+    parts = np.zeros((chunks, n, n))
+    for c in prange(chunks):
+        lo, hi = bounds(c, m, chunks)
+        acc = parts[c]
+        for i in range(lo, hi):
+            start, end = indptr[i], indptr[i + 1]
+            for p in range(start, end):
+                a = data[p]
+                if a == 0.0:
+                    continue
+                ja = indices[p]
+                for q in range(p, end):  # sorted indices: the upper triangle only
+                    if data[q] != 0.0:
+                        acc[ja, indices[q]] += a * data[q]
+    out = np.zeros((n, n))
+    for c in range(chunks):
+        out += parts[c]
+    for a in range(n):
+        for b in range(a):
+            out[a, b] = out[b, a]
+    return out
+
+
+def tsmm(variant: str, x):
+    """``X.T @ X`` (left) or ``X @ X.T`` (right)."""
+    if sp.issparse(x):
+        if variant == "right":
+            x = x.T.tocsr()
+        m, n = x.shape
+        out = _tsmm_sparse(x.data, x.indices, x.indptr, m, n, partial_chunks(n * n))
+        return sp.csr_array(out)
+    x = dense(x)
+    size = x.shape[1] if variant == "left" else x.shape[0]
+    if x.size == 0:
+        return np.zeros((size, size))
+    # syrk(a) = a @ a.T; x.T is x's F-ordered view, so neither call copies x
+    upper = blas.dsyrk(1.0, x.T, trans=0 if variant == "left" else 1)
+    return np.triu(upper) + np.triu(upper, 1).T
