@@ -3,8 +3,10 @@
     dag -> rewrite -> explore (memo) -> select -> cplan -> plan -> execute
 
 ``optimize_until(outputs, stage)`` returns the artifact of any stage, so tests and ``explain`` can
-look at each one. Debug levels (``FUSEDML_DEBUG`` or ``fm.config(debug=...)``): 1 verifies DAGs and
-prints per-stage timings, 2 also prints the plan, 3 also the memo before and after selection.
+look at each one. ``fusion="hand"`` adds the hand-operator patterns to the rewrite stage and
+selects nothing: its plan is the rewritten DAG run node by node. Debug levels (``FUSEDML_DEBUG``
+or ``fm.config(debug=...)``): 1 verifies DAGs and prints per-stage timings, 2 also prints the
+plan, 3 also the memo before and after selection.
 """
 
 from __future__ import annotations

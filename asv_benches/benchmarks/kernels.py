@@ -40,7 +40,7 @@ def implementations():
 
     def modes(fn, args):
         out = {}
-        for mode in ("none", "fuse_all", "fuse_no_redundancy", "cost_based"):
+        for mode in ("none", "hand", "fuse_all", "fuse_no_redundancy", "cost_based"):
             out[f"fusedml {mode}"] = lambda mode=mode: fm_call(fn, args, mode)
         return out
 
@@ -52,8 +52,7 @@ def implementations():
     W, U, V = outer_inputs()
     return {
         "sum(X*Y*Z)": {
-            **modes(cell, (X, Y, Z)),
-            "hand-written numba": lambda: handwritten.sum_xyz(X, Y, Z),
+            **modes(cell, (X, Y, Z)),  # "fusedml hand" is tak+*
             "numexpr": lambda: numexpr.evaluate("sum(X * Y * Z)", {"X": X, "Y": Y, "Z": Z}),
             "numpy": lambda: np.sum(X * Y * Z),
         },
@@ -66,8 +65,7 @@ def implementations():
             "numpy": lambda: (np.sum(X**2), np.sum(X * Y), np.sum(Y**2)),
         },
         "X.T @ (w * (X @ v))": {
-            **modes(chain, (X, w, v)),
-            "hand-written numba": lambda: handwritten.mmchain(X, w, v),
+            **modes(chain, (X, w, v)),  # "fusedml hand" is mmchain
             "numpy": lambda: X.T @ (w * (X @ v)),
         },
         "sum(W * (U @ V.T)**2)": {
@@ -87,15 +85,15 @@ class Patterns:
     params = (
         ["sum(X*Y*Z)", "sum(X**2), sum(X*Y), sum(Y**2)", "X.T @ (w * (X @ v))",
          "sum(W * (U @ V.T)**2)"],
-        ["fusedml none", "fusedml fuse_all", "fusedml fuse_no_redundancy", "fusedml cost_based",
-         "hand-written numba", "numexpr", "numpy"],
+        ["fusedml none", "fusedml hand", "fusedml fuse_all", "fusedml fuse_no_redundancy",
+         "fusedml cost_based", "hand-written numba", "numexpr", "numpy"],
     )  # fmt: skip
     param_names = ["pattern", "implementation"]
 
     def setup(self, pattern, implementation):
         impls = implementations()[pattern]
         if implementation not in impls:
-            raise NotImplementedError  # asv: skip (no numexpr for matrix products)
+            raise NotImplementedError  # asv: skip (no numexpr for products, no hand op for magg)
         self.fn = impls[implementation]
         self.fn()
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fusedml.datasets import HAND_PATTERNS as PATTERNS
 
 import fusedml as fm
 from fusedml.ir.ops import Op
-from tests.hand_patterns import PATTERNS
 
 
 def leaves(m=40, n=12, k=3, sparse=False):
@@ -29,7 +29,8 @@ def leaves(m=40, n=12, k=3, sparse=False):
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_each_pattern_selects_its_hand_operator(name, sparse):
-    build, expected = PATTERNS[name]
+    pattern = PATTERNS[name]
+    build, expected = pattern.build_from, list(pattern.expected)
     expr = build(leaves(sparse=sparse))
     plan = fm.explain(expr, fusion="hand")
     if name == "X+s*Y" or name == "X-Y*s":

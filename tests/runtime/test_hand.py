@@ -6,12 +6,12 @@ from collections import Counter
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fusedml.datasets import HAND_PATTERNS as PATTERNS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fusedml as fm
 from tests.exprgen import leaf_data
-from tests.hand_patterns import PATTERNS
 
 SELECTED: Counter[str] = Counter()
 
@@ -36,7 +36,7 @@ def pattern_data(draw):
 
 
 def check(name, data):
-    build, _ = PATTERNS[name]
+    build = PATTERNS[name].build_from
     exprs = {key: fm.matrix(value) for key, value in data.items()}
     expr = build(exprs)
     want = fm.evaluate(expr, fusion="none")
@@ -61,7 +61,7 @@ def test_hand_operators_match_the_reference(name, data):
 
 def test_every_hand_operator_ran_in_the_corpus():
     # runs after the corpus above (file order): each expected operator was exercised
-    expected = {op for _, ops in PATTERNS.values() for op in ops}
+    expected = {op for p in PATTERNS.values() for op in p.expected}
     assert expected <= set(SELECTED), sorted(expected - set(SELECTED))
 
 

@@ -34,6 +34,9 @@ def _wsloss_sparse(data, indices, indptr, m, X, U, V, mode):
         lo, hi = bounds(c, m, CHUNKS)
         s = 0.0
         for i in range(lo, hi):
+            q = q_end = 0  # a merge cursor into a CSR X's row (sorted indices)
+            if X[4]:
+                q, q_end = X[3][i], X[3][i + 1]
             for p in range(indptr[i], indptr[i + 1]):
                 d = data[p]
                 if d == 0.0:
@@ -41,7 +44,13 @@ def _wsloss_sparse(data, indices, indptr, m, X, U, V, mode):
                 j = indices[p]
                 uv = dot(U, V, i, j)
                 if mode == 0:
-                    r = get(X, i, j) - uv
+                    if X[4]:
+                        while q < q_end and X[2][q] < j:
+                            q += 1
+                        x = X[1][q] if q < q_end and X[2][q] == j else 0.0
+                    else:
+                        x = X[0][i, j]
+                    r = x - uv
                     s += d * (r * r)
                 elif mode == 1:
                     r = d - uv
