@@ -1,1 +1,5 @@
-"""scikit-learn estimators written against the public fusedml API (filled by a later issue)."""
+"""scikit-learn estimators written against the public fusedml API."""
+
+from fusedml.algorithms.l2svm import L2SVM
+
+__all__ = ["L2SVM"]

@@ -1,0 +1,47 @@
+"""What every estimator shares: input validation, the fusion scope and the verbose trace."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+import fusedml as fm
+
+
+class FusedEstimatorMixin:
+    """``fusion`` runs every traced body of ``fit``/``predict`` in that mode (None: the configured
+    default); ``verbose`` prints one line per iteration."""
+
+    def _fusion_scope(self) -> contextlib.AbstractContextManager:
+        if self.fusion is None:
+            return contextlib.nullcontext()
+        return fm.config(fusion=self.fusion)
+
+    def _log(self, message: str) -> None:
+        if self.verbose:
+            print(f"[{type(self).__name__}] {message}", file=sys.stderr)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def as_float_matrix(X):
+    """float64 C-ordered ndarray or canonical CSR (what fusedml computes on)."""
+    if sp.issparse(X):
+        X = sp.csr_array(X, dtype=np.float64)
+        X.sum_duplicates()
+        return X
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def append_ones(X):
+    """X with a column of ones appended last (SystemDS's intercept column)."""
+    ones = np.ones((X.shape[0], 1))
+    if sp.issparse(X):
+        return sp.csr_array(sp.hstack([X, ones], format="csr"))
+    return np.hstack([X, ones])

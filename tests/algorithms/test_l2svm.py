@@ -1,0 +1,33 @@
+"""L2SVM against SystemDS's l2svm (same data, same parameters), sklearn's LinearSVC, and itself
+under every fusion mode."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from fusedml.algorithms import L2SVM
+
+import fusedml as fm
+from tests.algorithms.systemds_runs import load, max_rel, runs
+
+
+@pytest.mark.parametrize("run", runs("l2svm"), ids=lambda r: r["name"])
+def test_matches_systemds(run):
+    X, y, out = load(run)
+    model = L2SVM(**run["estimator"]["kwargs"]).fit(X, y)
+    w = np.append(model.coef_.ravel(), model.intercept_) if model.fit_intercept else model.coef_
+    trace = run["trace"]
+    # fixed-budget runs replay SystemDS's iterations; converged ones stop where it stopped
+    assert model.n_iter_ == trace["n_iter"]
+    assert max_rel(model.decision_function(X), out["scores"]) <= 1e-6
+    assert max_rel(np.ravel(w), out["w"]) <= 1e-6
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_every_fusion_mode_gives_the_same_model(fmt):
+    X, y, _ = load(runs("l2svm")[0])
+    if fmt == "csr":
+        X = sp.csr_array(np.where(np.abs(X) > 3, X, 0.0))
+    base = L2SVM(max_iter=15, tol=0.0, fusion="none").fit(X, y)
+    for mode in fm.FUSION_MODES[1:]:
+        model = L2SVM(max_iter=15, tol=0.0, fusion=mode).fit(X, y)
+        assert max_rel(model.coef_, base.coef_) <= 1e-6, mode
