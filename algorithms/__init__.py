@@ -1,5 +1,8 @@
 """scikit-learn estimators written against the public fusedml API."""
 
+from fusedml.algorithms.alscg import ALSCG
+from fusedml.algorithms.kmeans import KMeans
 from fusedml.algorithms.l2svm import L2SVM
+from fusedml.algorithms.mlogreg import MLogReg
 
-__all__ = ["L2SVM"]
+__all__ = ["ALSCG", "L2SVM", "KMeans", "MLogReg"]

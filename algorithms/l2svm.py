@@ -88,7 +88,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(
-                f"L2SVM needs samples of at least 2 classes; got only class {self.classes_[0]!r}"
+                f"L2SVM needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
             )
         X = as_float_matrix(X)
         if self.fit_intercept:

@@ -86,6 +86,14 @@ _PATTERNS = (
         "low_rank",
     ),
     HandPattern(
+        "((X!=0)*(U@V.T-X))@V", ("wdivmm[mult_minus_right]",),
+        lambda d: ((d["X"] != 0) * (_uv(d) - d["X"])) @ d["V"], "low_rank",
+    ),
+    HandPattern(
+        "(W*(U@V.T-X)).T@U", ("wdivmm[mult_minus_left]",),
+        lambda d: (d["W"] * (_uv(d) - d["X"])).T @ d["U"], "low_rank",
+    ),
+    HandPattern(
         "sum(X*log(U@V.T+s))", ("wcemm[eps]",),
         lambda d: fm.sum(d["X"] * fm.log(_uv(d) + d["s"])), "low_rank",
     ),

@@ -114,6 +114,15 @@ def _rules() -> tuple[HandRule, ...]:
                      ("W", "U", "V"), w_uv))  # fmt: skip
         add(HandRule("wdivmm", f"{tag}_left_t", P(Op.MATMUL, P(Op.TRANSPOSE, U), wuv),
                      ("W", "U", "V"), w_uv))  # fmt: skip
+    # the ALS-CG gradients: (W * (U V' - X)) @ V and its left forms
+    wuvx = P(Op.MUL, W, P(Op.SUB, UVt, X))
+    w_uv_x = _and(w_uv, _same_shape("W", "X"))
+    add(HandRule("wdivmm", "mult_minus_right", P(Op.MATMUL, wuvx, V), ("W", "U", "V", "X"),
+                 w_uv_x))  # fmt: skip
+    add(HandRule("wdivmm", "mult_minus_left", P(Op.MATMUL, P(Op.TRANSPOSE, wuvx), U),
+                 ("W", "U", "V", "X"), w_uv_x))  # fmt: skip
+    add(HandRule("wdivmm", "mult_minus_left_t", P(Op.MATMUL, P(Op.TRANSPOSE, U), wuvx),
+                 ("W", "U", "V", "X"), w_uv_x))  # fmt: skip
     x_uv = _and(_low_rank, _same_shape("X", "UVt"))
     log_eps = P(Op.LOG, P(Op.ADD, UVt, S))
     add(HandRule("wcemm", "eps", P(Op.SUM, P(Op.MUL, X, log_eps), axis=None),

@@ -38,7 +38,10 @@ def test_each_pattern_selects_its_hand_operator(name, sparse):
     assert list(plan.hand_operators) == expected, str(plan)
     assert plan.operators == ()  # hand mode never generates code
     if expected:  # the operator replaces its whole pattern (1-D results add a transpose view)
-        assert {n.op for n in plan.dag.nodes} <= {Op.DATA, Op.CONST, Op.HAND, Op.TRANSPOSE}
+        allowed = {Op.DATA, Op.CONST, Op.HAND, Op.TRANSPOSE}
+        if name.startswith("((X!=0)"):
+            allowed.add(Op.NE)  # the weight matrix W = (X != 0) is the operator's input
+        assert {n.op for n in plan.dag.nodes} <= allowed
     assert fm.explain(expr, fusion="none").hand_operators == ()
 
 

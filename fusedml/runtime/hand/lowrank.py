@@ -140,7 +140,7 @@ def wsigmoid(variant: str, w, u, v):
 
 # -- wdivmm: (W * U V') @ V, (W / U V') @ V and the left products with U ------------------------
 @numba.njit(**JIT)
-def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks):
+def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks, minus, X):
     m, n, k = U.shape[0], V.shape[0], U.shape[1]
     parts = np.zeros((chunks if left else 1, n if left else 0, k))
     right = np.zeros((0 if left else m, k))
@@ -161,7 +161,10 @@ def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks):
                     w = W[i, p]
                     j = p
                 uv = dot(U, V, i, j)
-                t = w / uv if div else w * uv
+                if minus:
+                    t = w * (uv - get(X, i, j))
+                else:
+                    t = w / uv if div else w * uv
                 if is_csr and t == 0.0:
                     continue  # a zero of the sparse intermediate annihilates in the product
                 if left:
@@ -178,12 +181,15 @@ def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks):
     return out
 
 
-def wdivmm(variant: str, w, u, v):
-    div, left = variant.startswith("div"), "_left" in variant
+def wdivmm(variant: str, w, u, v, x=None):
+    """Variants ``{mult,div,mult_minus}_{right,left,left_t}``; ``mult_minus`` is
+    ``(W * (U V' - X))`` times the other factor."""
+    div, left, minus = variant.startswith("div"), "_left" in variant, "_minus" in variant
     u, v = dense(u), dense(v)
     values, data, indices, indptr, is_csr = operand(w)
     chunks = partial_chunks(v.shape[0] * u.shape[1]) if left else CHUNKS
-    out = _wdivmm(values, data, indices, indptr, is_csr, u, v, div, left, chunks)
+    x_operand = operand(x if minus else np.zeros((0, 0)))
+    out = _wdivmm(values, data, indices, indptr, is_csr, u, v, div, left, chunks, minus, x_operand)
     return np.ascontiguousarray(out.T) if variant.endswith("_left_t") else out
 
 

@@ -1,0 +1,198 @@
+"""ALSCG: matrix completion as SystemDS's ``alsCG`` builtin computes it.
+
+Minimizes ``1/2 * sum over observed (i, j) of ((U @ V.T)[i, j] - X[i, j])**2 + reg/2 *
+(sum_i w_i ||u_i||**2 + sum_j c_j ||v_j||**2)`` (``w = c = 1`` for "L2"; the row and column
+counts of observed entries for "wL2") by alternating conjugate-gradient updates of U and of V,
+at most ``rank`` CG steps each. Zeros of X are missing entries. Every product with ``U @ V.T``
+is masked by X's non-zeros, so the optimizer runs them as Outer operators: the dense m x n
+product never exists.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from fusedml.algorithms._base import FusedEstimatorMixin
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import fusedml as fm
+
+CG_TOL = 1e-9  # inner CG stops at ||r||^2 <= CG_TOL * ||gradient||^2
+
+
+@fm.jit
+def _residual_times_v(X, U, V):
+    return ((X != 0) * (U @ V.T - X)) @ V
+
+
+@fm.jit
+def _residual_times_u(X, U, V):
+    return ((X != 0) * (U @ V.T - X)).T @ U
+
+
+@fm.jit
+def _masked_times_v(W, S, V):
+    return (W * (S @ V.T)) @ V
+
+
+@fm.jit
+def _masked_times_u(W, U, S):
+    return (W * (U @ S.T)).T @ U
+
+
+@fm.jit
+def _squared_error(X, U, V):
+    return 0.5 * fm.sum((X != 0) * (U @ V.T - X) ** 2)
+
+
+class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
+    """Parameters follow SystemDS ``alsCG``: ``rank``, ``reg``, ``reg_type`` ("L2" or "wL2"),
+    ``max_iter`` (maxi: full U+V iterations), ``tol`` (thr: relative loss decrease),
+    ``check_loss`` (check) and ``random_state`` (seed; a different generator)."""
+
+    def __init__(
+        self,
+        rank=10,
+        reg=1e-6,
+        reg_type="L2",
+        max_iter=50,
+        tol=1e-4,
+        check_loss=True,
+        random_state=None,
+        fusion=None,
+        verbose=False,
+    ):
+        self.rank = rank
+        self.reg = reg
+        self.reg_type = reg_type
+        self.max_iter = max_iter
+        self.tol = tol
+        self.check_loss = check_loss
+        self.random_state = random_state
+        self.fusion = fusion
+        self.verbose = verbose
+
+    def _check_params(self):
+        for name in ("rank", "max_iter"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | np.integer) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.reg_type not in ("L2", "wL2"):
+            raise ValueError(f"reg_type must be 'L2' or 'wL2', got {self.reg_type!r}")
+        if not self.reg >= 0 or not self.tol >= 0:
+            raise ValueError(f"reg and tol must be non-negative, got {self.reg!r}, {self.tol!r}")
+
+    def _ratings(self, X, reset):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        X = sp.csr_array(X)
+        X.eliminate_zeros()  # zeros are missing entries
+        X.sort_indices()
+        return X
+
+    def fit(self, X, y=None, U0=None, V0=None):
+        """Factorize the ratings X (zeros missing); ``U0`` (m x rank) and ``V0`` (n x rank)
+        replace the random initial factors (e.g. to replay another implementation's run)."""
+        self._check_params()
+        X = self._ratings(X, reset=True)
+        m, n = X.shape
+        rng = check_random_state(self.random_state)
+        U = (
+            np.array(U0, dtype=np.float64)
+            if U0 is not None
+            else rng.uniform(-0.5, 0.5, (m, self.rank))
+        )
+        V = (
+            np.array(V0, dtype=np.float64)
+            if V0 is not None
+            else rng.uniform(-0.5, 0.5, (n, self.rank))
+        )
+        if U.shape != (m, self.rank) or V.shape != (n, self.rank):
+            raise ValueError(f"U0/V0 must be {(m, self.rank)} and {(n, self.rank)}")
+        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+        if self.reg_type == "wL2":
+            row_w = np.diff(X.indptr).astype(np.float64)[:, None]
+            col_w = np.bincount(X.indices, minlength=n).astype(np.float64)[:, None]
+        else:
+            row_w, col_w = np.ones((m, 1)), np.ones((n, 1))
+        lam = float(self.reg)
+
+        def loss(U, V):
+            penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
+            return _squared_error(X, U, V) + 0.5 * lam * penalty
+
+        with self._fusion_scope():
+            previous = loss(U, V) if self.check_loss else 0.0
+            self.initial_loss_ = previous
+            curve, converged, it = [], False, 0
+            while it < self.max_iter and not converged:
+                U = self._cg(lambda S, V=V: _masked_times_v(W, S, V) + lam * S * row_w,
+                             _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
+                V = self._cg(lambda S, U=U: _masked_times_u(W, U, S) + lam * S * col_w,
+                             _residual_times_u(X, U, V) + lam * V * col_w, V)  # fmt: skip
+                it += 1
+                if self.check_loss:
+                    current = loss(U, V)
+                    curve.append(current)
+                    decrease = (previous - current) / previous if previous else 0.0
+                    self._log(f"iteration {it}: loss {current:.10g} (decrease {decrease:.3g})")
+                    converged = previous == 0 or 0 <= decrease < self.tol
+                    previous = current
+        self.user_factors_, self.item_factors_ = U, V
+        self.loss_curve_, self.n_iter_ = np.array(curve), it
+        if self.check_loss and not converged and self.tol > 0:
+            warnings.warn(
+                f"ALSCG did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _cg(self, hess, grad, F):
+        """At most ``rank`` CG steps on the quadratic in F with Hessian ``hess`` and gradient
+        ``grad`` at F."""
+        R = -grad
+        S = R.copy()
+        norm_g2 = norm_r2 = float(np.sum(grad**2))
+        inner = 1
+        while norm_r2 > CG_TOL * norm_g2 and inner <= self.rank:
+            HS = hess(S)
+            alpha = norm_r2 / float(np.sum(S * HS))
+            F = F + alpha * S
+            R = R - alpha * HS
+            old, norm_r2 = norm_r2, float(np.sum(R**2))
+            S = R + (norm_r2 / old) * S
+            inner += 1
+        return F
+
+    def transform(self, X):
+        """User factors for the rows of X (same items), fitted with the items fixed."""
+        check_is_fitted(self)
+        X = self._ratings(X, reset=False)
+        V = self.item_factors_
+        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+        row_w = np.diff(X.indptr).astype(np.float64)[:, None] if self.reg_type == "wL2" else 1.0
+        lam = float(self.reg)
+        U = np.zeros((X.shape[0], self.rank))
+        with self._fusion_scope():
+            U = self._cg(lambda S: _masked_times_v(W, S, V) + lam * S * row_w,
+                         _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
+        return U
+
+    def predict(self, X):
+        """Predicted ratings at X's non-zeros (same users and items as the fit), as CSR."""
+        check_is_fitted(self)
+        X = self._ratings(X, reset=False)
+        if X.shape[0] != self.user_factors_.shape[0]:
+            raise ValueError(
+                f"X has {X.shape[0]} rows; the model was fitted on {self.user_factors_.shape[0]}"
+            )
+        with self._fusion_scope():
+            return fm.evaluate(
+                (fm.matrix(X) != 0)
+                * (fm.matrix(self.user_factors_) @ fm.matrix(self.item_factors_).T)
+            )

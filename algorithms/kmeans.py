@@ -1,0 +1,163 @@
+"""KMeans as SystemDS's ``kmeans`` builtin runs it: ``n_init`` independent Lloyd runs, each seeded
+k-means++-style (D^2 sampling) on its own random sample of about ``n_clusters *
+sample_size_per_centroid`` rows. A run converges when the centroid WCSS decreases by less than
+``tol * wcss``; only converged runs are candidates, and the best one's centroids are those whose
+WCSS triggered convergence. Records equidistant to several centroids are shared equally.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from fusedml.algorithms._base import FusedEstimatorMixin, as_float_matrix
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import fusedml as fm
+
+
+@fm.jit
+def _lloyd_step(X, C, sum_x2):
+    """Centroid WCSS of C, and the sums and counts of the records each centroid attracts."""
+    D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)  # squared distances minus ||x||^2
+    nearest = fm.min(D, axis=1, keepdims=True)
+    P = nearest >= D
+    P = P / fm.sum(P, axis=1, keepdims=True)
+    return sum_x2 + fm.sum(nearest), P.T @ X, fm.sum(P, axis=0)
+
+
+@fm.jit
+def _nearest(X, C):
+    D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
+    return fm.argmax(-D, axis=1), fm.min(D, axis=1)
+
+
+class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    """Parameters follow SystemDS ``kmeans``: ``n_clusters`` (k), ``n_init`` (runs),
+    ``max_iter`` (per run), ``tol`` (eps: relative WCSS decrease), ``sample_size_per_centroid``
+    (avg_sample_size_per_centroid) and ``random_state`` (seed; a different generator)."""
+
+    def __init__(
+        self,
+        n_clusters=10,
+        n_init=10,
+        max_iter=1000,
+        tol=1e-6,
+        sample_size_per_centroid=50,
+        random_state=None,
+        fusion=None,
+        verbose=False,
+    ):
+        self.n_clusters = n_clusters
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.sample_size_per_centroid = sample_size_per_centroid
+        self.random_state = random_state
+        self.fusion = fusion
+        self.verbose = verbose
+
+    def _check_params(self, n_samples):
+        for name in ("n_clusters", "n_init", "max_iter", "sample_size_per_centroid"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | np.integer) and value >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not self.tol >= 0:
+            raise ValueError(f"tol must be non-negative, got {self.tol!r}")
+        if n_samples < self.n_clusters:
+            raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
+
+    def fit(self, X, y=None):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        self._check_params(X.shape[0])
+        X = as_float_matrix(X)
+        rng = check_random_state(self.random_state)
+        sum_x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+        results = []
+        with self._fusion_scope():
+            for run in range(self.n_init):
+                C = self._seed(X, rng)
+                results.append(self._lloyd(X, C, sum_x2, run))
+        converged = [r for r in results if r[0] == 1]
+        if not converged:
+            warnings.warn(
+                "no KMeans run converged within max_iter (or every run lost a centroid); "
+                "returning the run with the smallest WCSS",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+            converged = [r for r in results if r[0] == 2] or results
+        _, wcss, C, n_iter = min(converged, key=lambda r: r[1])
+        self.cluster_centers_, self.inertia_, self.n_iter_ = C, wcss, n_iter
+        with self._fusion_scope():
+            labels, _ = _nearest(X, C)
+        self.labels_ = labels
+        return self
+
+    def _seed(self, X, rng):
+        """k-means++ on a random sample (all rows if the sample would not be smaller)."""
+        n, k = X.shape[0], self.n_clusters
+        target = k * self.sample_size_per_centroid
+        rows = np.flatnonzero(rng.random_sample(n) < target / n) if target < n else np.arange(n)
+        if len(rows) < k:
+            rows = np.sort(rng.choice(n, size=k, replace=False))
+        S = X[rows]
+        S = S.toarray() if sp.issparse(S) else S
+        s2 = np.sum(S * S, axis=1)
+        weights = np.ones(len(rows))
+        centers = np.empty((k, X.shape[1]))
+        for i in range(k):
+            cdf = np.cumsum(weights)
+            pick = int(np.searchsorted(cdf, rng.random_sample() * cdf[-1], side="right"))
+            centers[i] = S[min(pick, len(rows) - 1)]
+            dist = s2 + centers[i] @ centers[i] - 2 * (S @ centers[i])
+            weights = dist if i == 0 else np.minimum(weights, dist)
+        return centers
+
+    def _lloyd(self, X, C, sum_x2, run):
+        """(termination code, centroid WCSS, centroids, iterations): 1 converged, 2 max_iter,
+        3 a centroid lost all its records."""
+        wcss = np.inf
+        for it in range(1, self.max_iter + 1):
+            wcss_old = wcss
+            wcss, sums, counts = _lloyd_step(X, C, sum_x2)
+            self._log(f"run {run + 1}, iteration {it - 1}: centroid WCSS {wcss:.10g}")
+            if wcss_old - wcss < self.tol * wcss:
+                return 1, wcss, C, it
+            if it >= self.max_iter:
+                return 2, wcss, C, it
+            if np.any(counts <= 0):
+                return 3, wcss, C, it
+            C = sums / counts[:, None]
+        raise AssertionError("unreachable")
+
+    def predict(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        with self._fusion_scope():
+            labels, _ = _nearest(as_float_matrix(X), self.cluster_centers_)
+        return labels
+
+    def transform(self, X):
+        """Euclidean distances to every cluster center."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = as_float_matrix(X)
+        x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
+        C = self.cluster_centers_
+        D = x2[:, None] - 2 * np.asarray(X @ C.T) + np.sum(C * C, axis=1)
+        return np.sqrt(np.maximum(D, 0.0))
+
+    def score(self, X, y=None):
+        """Minus the sum of squared distances of X's records to their nearest center."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = as_float_matrix(X)
+        x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+        with self._fusion_scope():
+            _, nearest = _nearest(X, self.cluster_centers_)
+        return -(x2 + float(np.sum(nearest)))

@@ -1,0 +1,213 @@
+"""MLogReg: multinomial logistic regression as SystemDS's ``multiLogReg`` builtin fits it.
+
+Trust-region Newton with inner (Steihaug) conjugate gradient (Lin, Weng, Keerthi 2008) on
+``-sum(log P(y_i)) + reg/2 * ||B||**2``; the last class (the largest label) is the baseline whose
+coefficients are fixed at 0, and the intercept (a ones column appended last) is not penalized.
+The data-sized work of an iteration is three traced bodies: the Hessian-vector product of the CG
+loop, the objective with the new probabilities, and the gradient.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from fusedml.algorithms._base import FusedEstimatorMixin, append_ones, as_float_matrix
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import softmax
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import fusedml as fm
+
+ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75  # trust-region acceptance/resizing thresholds
+SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
+
+
+@fm.jit
+def _hessian_times(X, P, V):
+    Q = P * (X @ V)
+    return X.T @ (Q - P * fm.sum(Q, axis=1, keepdims=True))
+
+
+@fm.jit
+def _probabilities(X, Yk, yb, B):
+    """P of the K non-baseline classes and -sum(Y * LT) + sum(log(rowSums(exp(LT))))."""
+    XB = X @ B
+    top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)  # the baseline's LT is 0
+    E = fm.exp(XB - top)
+    total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
+    loss = -fm.sum(Yk * (XB - top)) + fm.sum(yb * top) + fm.sum(fm.log(total))
+    return E / total, loss
+
+
+@fm.jit
+def _gradient(X, P, Yk):
+    return X.T @ (P - Yk)
+
+
+class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
+    """Parameters follow SystemDS ``multiLogReg``: ``reg``, ``fit_intercept`` (icpt 0/1),
+    ``tol`` (relative gradient norm), ``max_iter`` (maxi), ``max_inner_iter`` (maxii; 0 = D*K)."""
+
+    def __init__(
+        self,
+        reg=1.0,
+        fit_intercept=False,
+        tol=1e-6,
+        max_iter=100,
+        max_inner_iter=20,
+        fusion=None,
+        verbose=False,
+    ):
+        self.reg = reg
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_inner_iter = max_inner_iter
+        self.fusion = fusion
+        self.verbose = verbose
+
+    def _check_params(self):
+        if not self.reg >= 0:
+            raise ValueError(f"reg must be non-negative, got {self.reg!r}")
+        if not self.tol >= 0:
+            raise ValueError(f"tol must be non-negative, got {self.tol!r}")
+        for name, low in (("max_iter", 1), ("max_inner_iter", 0)):
+            value = getattr(self, name)
+            if not (isinstance(value, int | np.integer) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+    def fit(self, X, y):
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"MLogReg needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
+            )
+        X = as_float_matrix(X)
+        if self.fit_intercept:
+            X = append_ones(X)
+        Y = np.zeros((X.shape[0], len(self.classes_)))
+        Y[np.arange(X.shape[0]), codes] = 1.0
+        with self._fusion_scope():
+            B = self._newton(X, Y)
+        d = self.n_features_in_
+        coef = np.vstack([B.T, np.zeros((1, B.shape[0]))])  # the baseline class: zeros
+        self.coef_ = coef[:, :d]
+        self.intercept_ = coef[:, d] if self.fit_intercept else np.zeros(len(coef))
+        return self
+
+    def _newton(self, X, Y):
+        n, D = X.shape
+        K = Y.shape[1] - 1
+        Yk, yb = Y[:, :K], Y[:, K:]
+        lam = np.full((D, 1), float(self.reg))
+        if self.fit_intercept:
+            lam[-1] = 0.0
+        row_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)) if hasattr(X, "multiply")
+                            else np.sum(X * X, axis=1))  # fmt: skip
+        delta = 0.5 * math.sqrt(D) / float(np.max(row_norms))
+        B = np.zeros((D, K))
+        P = np.full((n, K), 1.0 / (K + 1))
+        obj = n * math.log(K + 1)
+        grad = _gradient(X, P, Yk) + lam * B
+        norm_grad = norm_grad0 = float(np.sqrt(np.sum(grad**2)))
+        max_inner = self.max_inner_iter or D * K
+        self._log(f"initial objective {obj:.10g}, gradient norm {norm_grad:.10g}")
+        it, converged = 1, norm_grad < self.tol
+        while not converged and it <= self.max_iter:
+            S, R, boundary = self._trust_region_step(X, P, lam, grad, norm_grad, delta, max_inner)
+            gs = float(np.sum(S * grad))
+            qk = -0.5 * (gs - float(np.sum(S * R)))
+            B_new = B + S
+            P_new, loss = _probabilities(X, Yk, yb, B_new)
+            obj_new = loss + 0.5 * float(np.sum(lam * B_new**2))
+            actred = obj - obj_new
+            rho = actred / qk
+            snorm = float(np.sqrt(np.sum(S**2)))
+            if it == 1:
+                delta = min(delta, snorm)
+            alpha2 = obj_new - obj - gs
+            alpha = SIGMA3 if alpha2 <= 0 else max(SIGMA1, -0.5 * gs / alpha2)
+            if rho < ETA0:
+                delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+            elif rho < ETA1:
+                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+            elif rho < ETA2:
+                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+            else:
+                delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+            if rho > ETA0:
+                B, P, obj = B_new, P_new, obj_new
+                grad = _gradient(X, P, Yk) + lam * B
+                norm_grad = float(np.sqrt(np.sum(grad**2)))
+            self._log(f"iter {it}: objective {obj:.10g}, gradient norm {norm_grad:.10g}")
+            it += 1
+            small_change = abs(actred) < (abs(obj) + abs(obj_new)) * 1e-14
+            converged = norm_grad < self.tol * norm_grad0 or (not boundary and small_change)
+        self.n_iter_ = it - 1
+        if not converged and self.tol > 0:
+            warnings.warn(
+                f"MLogReg did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return B
+
+    @staticmethod
+    def _trust_region_step(X, P, lam, grad, norm_grad, delta, max_inner):
+        """Steihaug CG on the Newton system within the trust radius: (step, residual, boundary)."""
+        S = np.zeros_like(grad)
+        R = -grad
+        V = R.copy()
+        delta2 = delta**2
+        norm_r2 = float(np.sum(R**2))
+        inner, done, boundary = 1, math.sqrt(norm_r2) <= PSI * norm_grad, False
+        while not done:
+            HV = _hessian_times(X, P, V) + lam * V
+            alpha = norm_r2 / float(np.sum(V * HV))
+            S_new = S + alpha * V
+            if float(np.sum(S_new**2)) <= delta2:
+                S = S_new
+                R = R - alpha * HV
+                old, norm_r2 = norm_r2, float(np.sum(R**2))
+                V = R + (norm_r2 / old) * V
+                done = math.sqrt(norm_r2) <= PSI * norm_grad
+            else:
+                boundary = True
+                sv, v2, s2 = float(np.sum(S * V)), float(np.sum(V**2)), float(np.sum(S**2))
+                rad = math.sqrt(sv**2 + v2 * (delta2 - s2))
+                alpha = (delta2 - s2) / (sv + rad) if sv >= 0 else (rad - sv) / v2
+                S = S + alpha * V
+                R = R - alpha * HV
+                done = True
+            inner += 1
+            done = done or inner > max_inner
+        return S, R, boundary
+
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_.T) + self.intercept_
+
+    def decision_function(self, X):
+        """Per-class scores (log-probabilities up to a per-row constant); binary: the log-odds of
+        ``classes_[1]``."""
+        scores = self._scores(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def predict_proba(self, X):
+        return softmax(self._scores(X))
+
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        scores = self._scores(X)
+        return self.classes_[np.argmax(scores, axis=1)]

@@ -1,0 +1,35 @@
+"""MLogReg against SystemDS's multiLogReg, and under every fusion mode."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from fusedml.algorithms import MLogReg
+
+import fusedml as fm
+from tests.algorithms.systemds_runs import load, max_rel, runs
+
+
+@pytest.mark.parametrize("run", runs("multiLogReg"), ids=lambda r: r["name"])
+def test_matches_systemds(run):
+    X, y, out = load(run)
+    model = MLogReg(**run["estimator"]["kwargs"]).fit(X, y)
+    B = (
+        np.vstack([model.coef_[:-1].T, model.intercept_[:-1]])
+        if model.fit_intercept
+        else (model.coef_[:-1].T)
+    )
+    assert model.n_iter_ == len(run["trace"]["objective_curve"])
+    assert max_rel(model.predict_proba(X), out["proba"]) <= 1e-6
+    assert max_rel(B, out["B"]) <= 1e-6
+    assert np.array_equal(model.predict(X), out["yhat"])
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_every_fusion_mode_gives_the_same_model(fmt):
+    X, y, _ = load(runs("multiLogReg")[0])
+    if fmt == "csr":
+        X = sp.csr_array(np.where(np.abs(X) > 3, X, 0.0))
+    base = MLogReg(max_iter=4, tol=0.0, fusion="none").fit(X, y)
+    for mode in fm.FUSION_MODES[1:]:
+        model = MLogReg(max_iter=4, tol=0.0, fusion=mode).fit(X, y)
+        assert max_rel(model.coef_, base.coef_) <= 1e-6, mode
