@@ -170,29 +170,27 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         return F
 
     def transform(self, X):
-        """User factors for the rows of X (same items), fitted with the items fixed."""
+        """User factors for the rows of X (ratings of the same items): each row's regularized
+        least-squares fit with the item factors fixed (rows are independent of each other)."""
         check_is_fitted(self)
         X = self._ratings(X, reset=False)
-        V = self.item_factors_
-        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-        row_w = np.diff(X.indptr).astype(np.float64)[:, None] if self.reg_type == "wL2" else 1.0
-        lam = float(self.reg)
+        V, lam = self.item_factors_, float(self.reg)
         U = np.zeros((X.shape[0], self.rank))
-        with self._fusion_scope():
-            U = self._cg(lambda S: _masked_times_v(W, S, V) + lam * S * row_w,
-                         _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
+        for i in range(X.shape[0]):
+            cols = X.indices[X.indptr[i] : X.indptr[i + 1]]
+            if not len(cols):
+                continue  # no ratings: the penalty alone, minimized at 0
+            Vi = V[cols]
+            weight = len(cols) if self.reg_type == "wL2" else 1.0
+            A = Vi.T @ Vi + lam * weight * np.eye(self.rank)
+            b = Vi.T @ X.data[X.indptr[i] : X.indptr[i + 1]]
+            U[i] = np.linalg.lstsq(A, b, rcond=None)[0]
         return U
 
     def predict(self, X):
-        """Predicted ratings at X's non-zeros (same users and items as the fit), as CSR."""
-        check_is_fitted(self)
+        """Predicted ratings at X's non-zeros (CSR), for users given by their ratings in X."""
+        U = self.transform(X)
         X = self._ratings(X, reset=False)
-        if X.shape[0] != self.user_factors_.shape[0]:
-            raise ValueError(
-                f"X has {X.shape[0]} rows; the model was fitted on {self.user_factors_.shape[0]}"
-            )
         with self._fusion_scope():
-            return fm.evaluate(
-                (fm.matrix(X) != 0)
-                * (fm.matrix(self.user_factors_) @ fm.matrix(self.item_factors_).T)
-            )
+            mask, users, items = fm.matrix(X) != 0, fm.matrix(U), fm.matrix(self.item_factors_)
+            return fm.evaluate(mask * (users @ items.T))

@@ -44,3 +44,8 @@ def test_every_fusion_mode_gives_the_same_factors_and_never_a_dense_product():
         assert body.explain(*args, fusion="hand").hand_operators, body
     predictions = base.predict(R)
     assert predictions.nnz == R.nnz
+    # folding the training users in again gives factors at least as good as the fitted ones
+    folded = base.transform(R)
+    fitted_err = ((R != 0) * (base.user_factors_ @ base.item_factors_.T) - R).power(2).sum()
+    folded_err = (predictions - R).power(2).sum()
+    assert folded.shape == base.user_factors_.shape and folded_err <= fitted_err * (1 + 1e-9)
