@@ -1,6 +1,6 @@
 """scikit-learn's estimator checks for every fusedml estimator."""
 
-from fusedml.algorithms import ALSCG, L2SVM, KMeans, MLogReg
+from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 # Expected failures. LinearSVC, LogisticRegression and KMeans declare none that apply. ALSCG has
@@ -26,6 +26,8 @@ def _expected_failed_checks(estimator):
         MLogReg(max_iter=30),
         KMeans(n_clusters=3, n_init=2, random_state=0),
         ALSCG(rank=2, max_iter=5, random_state=0),
+        GLM(fit_intercept=True, max_iter=50),
+        GLM(family="gaussian", link="identity", fit_intercept=True, max_iter=50),
     ],
     expected_failed_checks=_expected_failed_checks,
 )

@@ -1,0 +1,312 @@
+"""GLM: generalized linear models as SystemDS's ``glm`` builtin fits them.
+
+Fisher scoring in a trust region with inner conjugate gradient (Steihaug) on ``-loglik(beta) +
+reg/2 * ||beta||**2`` (log-likelihood summed over rows; the intercept, a ones column appended
+last, is not penalized). The family/link arithmetic is in ``_glm_family.py``; the data-sized work
+(``X @ beta``, ``X.T @ g`` and the CG's ``X.T @ (w * (X @ p))``) runs as traced fusedml bodies.
+As in SystemDS 3.4, the returned coefficients are the last iteration's candidate.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from fusedml.algorithms import _glm_family as fam
+from fusedml.algorithms._base import FusedEstimatorMixin, append_ones, as_float_matrix
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import fusedml as fm
+
+FAMILIES = {"gaussian": 0.0, "poisson": 1.0, "gamma": 2.0, "inverse_gaussian": 3.0}
+LINKS = {  # name -> (SystemDS link type, link power)
+    "log": (fam.POWER_LINK, 0.0), "identity": (fam.POWER_LINK, 1.0),
+    "inverse": (fam.POWER_LINK, -1.0), "sqrt": (fam.POWER_LINK, 0.5),
+    "logit": (fam.LOGIT, 0.0), "probit": (fam.PROBIT, 0.0), "cloglog": (fam.CLOGLOG, 0.0),
+    "cauchit": (fam.CAUCHIT, 0.0),
+}  # fmt: skip
+
+
+@fm.jit
+def _linear(X, beta):
+    return X @ beta
+
+
+@fm.jit
+def _transposed(X, v):
+    return X.T @ v
+
+
+@fm.jit
+def _weighted_gram_times(X, w, p):
+    return X.T @ (w * (X @ p))
+
+
+class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Parameters follow SystemDS ``glm`` (see DESIGN.md section 3): ``family`` (dfam/vpow),
+    ``link`` and ``link_power`` (link/lpow), ``var_power`` (tweedie), ``reg``, ``fit_intercept``
+    (icpt 0/1), ``tol``, ``max_iter`` (moi), ``max_inner_iter`` (mii; 0 = number of columns).
+    Binomial responses are 0/1 (1 = "yes")."""
+
+    def __init__(
+        self,
+        family="poisson",
+        link="canonical",
+        var_power=0.0,
+        link_power=1.0,
+        reg=0.0,
+        fit_intercept=False,
+        tol=1e-6,
+        max_iter=200,
+        max_inner_iter=0,
+        fusion=None,
+        verbose=False,
+    ):
+        self.family = family
+        self.link = link
+        self.var_power = var_power
+        self.link_power = link_power
+        self.reg = reg
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_inner_iter = max_inner_iter
+        self.fusion = fusion
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = self.family != "gaussian"
+        return tags
+
+    def _spec(self):
+        """(dfam, var_power, link type, link power) as SystemDS numbers them."""
+        if self.family == "binomial":
+            family, var_power = fam.BINOMIAL, 0.0
+        elif self.family == "tweedie":
+            family, var_power = fam.POWER, float(self.var_power)
+        elif self.family in FAMILIES:
+            family, var_power = fam.POWER, FAMILIES[self.family]
+        else:
+            raise ValueError(f"unknown family {self.family!r}")
+        if self.link == "canonical":
+            if family == fam.BINOMIAL:
+                return family, var_power, fam.LOGIT, 0.0
+            return family, var_power, fam.POWER_LINK, 1.0 - var_power
+        if self.link == "power":
+            return family, var_power, fam.POWER_LINK, float(self.link_power)
+        if self.link not in LINKS:
+            raise ValueError(f"unknown link {self.link!r}")
+        link, link_power = LINKS[self.link]
+        if family == fam.POWER and link != fam.POWER_LINK:
+            raise ValueError(f"link {self.link!r} needs the binomial family")
+        return family, var_power, link, link_power
+
+    def _response(self, y, family):
+        if family == fam.BINOMIAL:
+            if not np.all((y == 0) | (y == 1)):
+                raise ValueError("the binomial family needs 0/1 responses (1 = yes)")
+            if y.min() == y.max():
+                raise ValueError("binomial responses must contain both 0 and 1")
+            return np.column_stack([y, 1.0 - y])
+        return y
+
+    def fit(self, X, y):
+        spec = self._spec()
+        for name, low in (("max_iter", 1), ("max_inner_iter", 0)):
+            value = getattr(self, name)
+            if not (isinstance(value, int | np.integer) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not self.reg >= 0 or not self.tol >= 0:
+            raise ValueError("reg and tol must be non-negative")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X = as_float_matrix(X)
+        if self.fit_intercept:
+            X = append_ones(X)
+        Y = self._response(y, spec[0])
+        with self._fusion_scope():
+            beta = self._fit(X, Y, spec)
+        d = self.n_features_in_
+        self.coef_ = beta[:d]
+        self.intercept_ = float(beta[d]) if self.fit_intercept else 0.0
+        return self
+
+    def _fit(self, X, Y, spec):
+        family, var_power, link, link_power = spec
+        D = X.shape[1]
+        lam = np.full(D, float(self.reg))
+        if self.fit_intercept:
+            lam[-1] = 0.0
+        max_cg = self.max_inner_iter or D
+        sat_eta = fam.saturated_eta(Y, family, link, link_power)
+        if sat_eta is None:
+            raise ValueError("responses are out of range for this family and link")
+        saturated = fam.log_lik(sat_eta, Y, family, var_power, link, link_power)
+        beta = self._initial_beta(X, family, link, link_power, max_cg)
+        x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
+        delta = 0.5 * math.sqrt(D) / float(np.max(np.sqrt(x2)))
+
+        def evaluate(b):
+            eta = _linear(X, b)
+            ll = fam.log_lik(eta, Y, family, var_power, link, link_power)
+            if not np.isfinite(ll):
+                return eta, -np.inf, np.nan
+            return eta, ll - 0.5 * float(np.sum(lam * b**2)), 2.0 * (saturated - ll)
+
+        new_beta = beta
+        eta, new_ll, new_dev = evaluate(new_beta)
+        log_l, dev, log_l_defined = 0.0, 0.0, None
+        predicted, reached, it, code = 0.0, False, 0, 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while code == 0:
+                accept = True
+                new_defined = np.isfinite(new_ll)
+                if it > 0:
+                    accept = not log_l_defined
+                    rho = np.float64(-new_ll + log_l) / np.float64(predicted)
+                    if rho < 0.25 or not new_defined:
+                        delta *= 0.25
+                    if rho > 0.75 and new_defined and reached:
+                        delta *= 2
+                    if rho > 0.1 and new_defined:
+                        accept = True
+                if accept:
+                    beta, log_l, dev, log_l_defined = new_beta, new_ll, new_dev, new_defined
+                    g_y, w = fam.dist(eta, Y, family, var_power, link, link_power)
+                    g = -_transposed(X, g_y)
+                z, predicted, reached = self._steihaug(X, w, g, beta, lam, delta, max_cg)
+                new_beta = beta + z
+                eta, new_ll, new_dev = evaluate(new_beta)
+                change = new_ll - log_l
+                if (not reached and np.isfinite(new_ll)
+                        and (2.0 * abs(change) < self.tol * (dev + 0.1)
+                             or abs(change) < (abs(log_l) + abs(new_ll)) * 1e-14)):  # fmt: skip
+                    code = 1
+                it += 1
+                self._log(f"iter {it}: log-likelihood {new_ll:.10g}, change {change:.4g}")
+                if it == self.max_iter and code == 0:
+                    code = 2
+        self.n_iter_ = it
+        self.deviance_ = new_dev
+        if code == 2 and self.tol > 0:
+            warnings.warn(
+                f"GLM did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return new_beta  # SystemDS returns the last candidate
+
+    def _initial_beta(self, X, family, link, link_power, max_cg):
+        if (family == fam.POWER and link_power == 0) or (family == fam.BINOMIAL and link >= 2):
+            return np.zeros(X.shape[1])
+        if link == fam.POWER_LINK:
+            target = math.log(0.5) if link_power == 0 else 0.5**link_power
+        else:
+            target = 0.5
+        beta = np.zeros(X.shape[1])
+        if self.fit_intercept:
+            beta[-1] = target
+            return beta
+        return self._straighten(X, max_cg) * target
+
+    @staticmethod
+    def _straighten(X, max_cg):
+        """w with ||X @ w - 1|| small and mean(X @ w) = 1 (regularized least squares by CG)."""
+        col_sums = np.asarray(X.sum(axis=0)).ravel()
+        x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+        lam = 1e-6 * x2 / X.shape[1]
+        r = -col_sums
+        z = np.zeros(X.shape[1])
+        p = -r
+        norm_r2 = float(r @ r)
+        i = 0
+        ones = np.ones(X.shape[0])
+        while i < max_cg and i < X.shape[1] and norm_r2 >= 1e-6 * X.shape[0]:
+            q = _weighted_gram_times(X, ones, p) + lam * p
+            alpha = norm_r2 / float(p @ q)
+            z = z + alpha * p
+            old, r = norm_r2, r + alpha * q
+            norm_r2 = float(r @ r)
+            p = -r + (norm_r2 / old) * p
+            i += 1
+        scale = float(col_sums @ z)
+        return (X.shape[0] / scale) * z if scale else z  # degenerate X: start from zero
+
+    @staticmethod
+    def _steihaug(X, w, g, beta, lam, delta, max_cg):
+        """Approximately minimize 0.5 z'(X'WX + diag(lam))z + (g + lam*beta)'z, ||z|| <= delta:
+        (z, predicted decrease of -loglik, whether the boundary was reached)."""
+        delta2 = delta**2
+        z = np.zeros_like(g)
+        g_reg = g + lam * beta
+        r = g_reg.copy()
+        p = -r
+        rr = float(r @ r)
+        eps = rr * min(0.25, math.sqrt(rr))
+        if rr < eps:
+            return z, 0.0, False
+        for i in range(1, max_cg + 1):
+            q = lam * p + _weighted_gram_times(X, w, p)
+            pq = float(p @ q)
+            if pq <= 0:
+                pp = float(p @ p)
+                if pp > 0:
+                    z, change = _boundary_point(g_reg, z, p, q, r, pp, pq, delta2)
+                    return z, change, True
+                return z, 0.5 * float(z @ (r + g_reg)), False
+            alpha = rr / pq
+            new_z = z + alpha * p
+            if float(new_z @ new_z) >= delta2:
+                z, change = _boundary_point(g_reg, z, p, q, r, float(p @ p), pq, delta2)
+                return z, change, True
+            z = new_z
+            old, r = rr, r + alpha * q
+            rr = float(r @ r)
+            if i == max_cg or rr < eps:
+                return z, 0.5 * float(z @ (r + g_reg)), False
+            p = -r + (rr / old) * p
+        return z, 0.5 * float(z @ (r + g_reg)), False
+
+    def _eta(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def predict(self, X):
+        """The mean response (binomial: the probability of 1)."""
+        family, _, link, link_power = self._spec()
+        eta = self._eta(X)
+        if family == fam.BINOMIAL:
+            return fam.binomial_probabilities(eta, link, link_power)[:, 0]
+        return np.exp(eta) if link_power == 0 else eta ** (1.0 / link_power)
+
+    def score(self, X, y, sample_weight=None):
+        """D^2: the fraction of deviance explained (1 - deviance / null deviance)."""
+        if sample_weight is not None:
+            raise ValueError("GLM.score does not support sample_weight")
+        family, var_power, link, link_power = spec = self._spec()
+        y = np.asarray(y, dtype=np.float64)
+        Y = self._response(y, family)
+        sat = fam.log_lik(fam.saturated_eta(Y, *spec[0:1], link, link_power), Y, *spec)
+        mean = np.full_like(y, y.mean())
+        null_Y = np.column_stack([mean, 1 - mean]) if family == fam.BINOMIAL else mean
+        null_eta = fam.saturated_eta(null_Y, family, link, link_power)
+        null = fam.log_lik(null_eta, Y, family, var_power, link, link_power)
+        model = fam.log_lik(self._eta(X), Y, family, var_power, link, link_power)
+        return 1.0 - (sat - model) / (sat - null)
+
+
+def _boundary_point(g, z, p, q, r, pp, pq, delta2):
+    """The point z + tau * p on the trust boundary with the smaller model value."""
+    zz, pz = float(z @ z), float(p @ z)
+    root = math.sqrt(pz * pz - pp * (zz - delta2))
+    tau1, tau2 = (-pz + root) / pp, (-pz - root) / pp
+    zq, gp = float(z @ q), float(g @ p)
+    extra = 0.5 * float(z @ (r + g))
+    f1 = extra + (0.5 * tau1 * pq + zq + gp) * tau1
+    f2 = extra + (0.5 * tau2 * pq + zq + gp) * tau2
+    return z + (tau1 if f1 < f2 else tau2) * p, min(f1, f2)
