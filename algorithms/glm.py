@@ -18,6 +18,7 @@ from fusedml.algorithms import _glm_family as fam
 from fusedml.algorithms._base import FusedEstimatorMixin, append_ones, as_float_matrix
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import d2_log_loss_score, d2_tweedie_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import fusedml as fm
@@ -286,18 +287,11 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def score(self, X, y, sample_weight=None):
         """D^2: the fraction of deviance explained (1 - deviance / null deviance)."""
-        if sample_weight is not None:
-            raise ValueError("GLM.score does not support sample_weight")
-        family, var_power, link, link_power = spec = self._spec()
-        y = np.asarray(y, dtype=np.float64)
-        Y = self._response(y, family)
-        sat = fam.log_lik(fam.saturated_eta(Y, *spec[0:1], link, link_power), Y, *spec)
-        mean = np.full_like(y, y.mean())
-        null_Y = np.column_stack([mean, 1 - mean]) if family == fam.BINOMIAL else mean
-        null_eta = fam.saturated_eta(null_Y, family, link, link_power)
-        null = fam.log_lik(null_eta, Y, family, var_power, link, link_power)
-        model = fam.log_lik(self._eta(X), Y, family, var_power, link, link_power)
-        return 1.0 - (sat - model) / (sat - null)
+        family, var_power, _, _ = self._spec()
+        mu = self.predict(X)
+        if family == fam.BINOMIAL:
+            return d2_log_loss_score(y, np.column_stack([1 - mu, mu]), sample_weight=sample_weight)
+        return d2_tweedie_score(y, mu, sample_weight=sample_weight, power=var_power)
 
 
 def _boundary_point(g, z, p, q, r, pp, pq, delta2):

@@ -1,0 +1,74 @@
+"""Same objective -> same solution: our estimators beside scikit-learn's and statsmodels' on the
+bundled data sets (the SystemDS reference data), each run to tight convergence."""
+
+import numpy as np
+import pytest
+import sklearn.linear_model as lm
+import statsmodels.api as smapi
+from fusedml.algorithms import GLM, L2SVM, MLogReg
+from sklearn.svm import LinearSVC
+
+from tests.algorithms.systemds_runs import _data, max_rel
+
+DENSE = "data/dense.npz"
+
+
+def test_l2svm_equals_linearsvc_squared_hinge():
+    d = _data(DENSE)
+    X, y = d["X"], d["y_l2svm"]
+    reg = 1.0  # ours: 1/2 sum(hinge^2) + reg/2 ||w||^2  ==  LinearSVC with C = 1 / (2 reg), / reg
+    ours = L2SVM(reg=reg, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y)
+    ref = LinearSVC(C=1 / (2 * reg), loss="squared_hinge", fit_intercept=False, tol=1e-12,
+                    max_iter=100_000, dual=False).fit(X, y)  # fmt: skip
+    assert max_rel(ours.coef_, ref.coef_) <= 1e-4
+    assert np.mean(ours.predict(X) == ref.predict(X)) >= 0.999
+
+
+def test_mlogreg_unpenalized_equals_logistic_regression():
+    # with a penalty the two parametrizations differ (baseline class vs symmetric); unpenalized
+    # both reach the maximum-likelihood probabilities
+    d = _data(DENSE)
+    X, y = d["X"], d["y_mlogreg"]
+    ours = MLogReg(reg=0.0, fit_intercept=True, tol=1e-12, max_iter=200, max_inner_iter=0).fit(X, y)
+    ref = lm.LogisticRegression(C=np.inf, solver="newton-cg", tol=1e-12, max_iter=1000).fit(X, y)
+    assert max_rel(ours.predict_proba(X), ref.predict_proba(X)) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    "family, label, sk",
+    [
+        ("poisson", "y_poisson", lambda a: lm.PoissonRegressor(alpha=a)),
+        ("gamma", "y_gamma", lambda a: lm.GammaRegressor(alpha=a)),
+        ("tweedie", "y_poisson", lambda a: lm.TweedieRegressor(power=1.5, alpha=a, link="log")),
+    ],
+)
+def test_glm_equals_sklearn_glms(family, label, sk):
+    d = _data(DENSE)
+    X, y = d["X"], d[label]
+    reg = 5.0  # ours: -loglik + reg/2 ||b||^2  ==  sklearn's mean deviance/2 + alpha/2 ||b||^2, x n
+    ours = GLM(family=family, link="log", var_power=1.5, reg=reg, fit_intercept=True, tol=1e-14,
+               max_iter=500).fit(X, y)  # fmt: skip
+    ref = sk(reg / len(y)).set_params(solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(X, y)
+    assert max_rel(ours.coef_, ref.coef_) <= 1e-6
+    assert ours.intercept_ == pytest.approx(ref.intercept_, rel=1e-6)
+    assert ours.score(X, y) == pytest.approx(ref.score(X, y), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "family, link, label, sm_family",
+    [
+        ("binomial", "logit", "y_binomial", smapi.families.Binomial()),
+        ("binomial", "cloglog", "y_binomial",
+         smapi.families.Binomial(smapi.families.links.CLogLog())),
+        ("poisson", "log", "y_poisson", smapi.families.Poisson()),
+        ("gaussian", "identity", "y_poisson", smapi.families.Gaussian()),
+        ("inverse_gaussian", "log", "y_gamma",
+         smapi.families.InverseGaussian(smapi.families.links.Log())),
+    ],
+)  # fmt: skip
+def test_glm_equals_statsmodels(family, link, label, sm_family):
+    d = _data(DENSE)
+    X, y = d["X"], d[label]
+    ours = GLM(family=family, link=link, fit_intercept=True, tol=1e-14, max_iter=500).fit(X, y)
+    ref = smapi.GLM(y, np.column_stack([X, np.ones(len(y))]), family=sm_family).fit(tol=1e-14)
+    assert max_rel(np.append(ours.coef_, ours.intercept_), ref.params) <= 1e-6
