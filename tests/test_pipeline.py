@@ -75,3 +75,20 @@ def test_debug_level_verifies_and_prints(capsys):
     with fm.config(debug=2):
         fm.evaluate(fm.sum(X * 1), fusion="none")
     assert "Plan(fusion='none'" in capsys.readouterr().err
+
+
+def test_a_multi_aggregate_runs_before_consumers_of_its_first_root():
+    # the L2SVM line search: g's subtraction consumes the first sum and precedes the second in
+    # the DAG; the schedule once placed the MAgg at its last root, after that subtraction
+    rng = np.random.default_rng(0)
+    Y, Xw, Xd = (fm.matrix(rng.standard_normal(50_000)) for _ in range(3))
+    out = 1 - Y * (Xw + 0.5 * Xd)
+    sv = out > 0
+    out = out * sv
+    g = 2.0 - fm.sum(out * Y * Xd)
+    h = 1.0 + fm.sum(Xd * sv * Xd)
+    plan = fm.explain((g, h), fusion="cost_based")
+    assert [op.template for op in plan.operators] == ["magg"]
+    np.testing.assert_allclose(
+        fm.evaluate((g, h), fusion="cost_based"), fm.evaluate((g, h), fusion="none"), rtol=1e-12
+    )

@@ -4,6 +4,7 @@ order they run."""
 from __future__ import annotations
 
 import functools
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,13 +70,33 @@ class Plan:
 
     @functools.cached_property
     def schedule(self) -> tuple[Step, ...]:
-        """Steps in dependency order; each step placed where its last root falls in the DAG."""
+        """Steps in dependency order. Among ready steps the one whose last root comes first in
+        the DAG runs first (short intermediate lifetimes); a multi-root operator (MAgg) runs
+        before every consumer of any of its roots, even one that precedes its last root."""
         position = {n: k for k, n in enumerate(self.dag.nodes)}
-        steps: list[tuple[int, int, Step]] = [
-            (max(position[r] for r in op.roots), k, op) for k, op in enumerate(self.operators)
-        ]
-        steps += [(position[n], -1, n) for n in self.unfused]
-        return tuple(step for _, _, step in sorted(steps, key=lambda s: (s[0], s[1])))
+        steps: list[Step] = [*self.operators, *self.unfused]
+        outputs = [op.roots if isinstance(op, FusedOp) else (op,) for op in steps]
+        producer = {node: k for k, outs in enumerate(outputs) for node in outs}
+        waiting = [0] * len(steps)
+        consumers: list[list[int]] = [[] for _ in steps]
+        for k, step in enumerate(steps):
+            for dep in {producer[i] for i in step.inputs if i in producer}:
+                waiting[k] += 1
+                consumers[dep].append(k)
+        key = [(max(position[r] for r in outs), k) for k, outs in enumerate(outputs)]
+        ready = [key[k] for k in range(len(steps)) if waiting[k] == 0]
+        heapq.heapify(ready)
+        order: list[Step] = []
+        while ready:
+            _, k = heapq.heappop(ready)
+            order.append(steps[k])
+            for c in consumers[k]:
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    heapq.heappush(ready, key[c])
+        if len(order) != len(steps):
+            raise AssertionError("plan steps form a cycle")
+        return tuple(order)
 
     def __str__(self) -> str:
         head = f"Plan(fusion={self.fusion!r}"

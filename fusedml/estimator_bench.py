@@ -1,0 +1,125 @@
+"""Fit time of every estimator under every fusion mode, beside scikit-learn's equivalent, on the
+benchmark data of ``fusedml.datasets.estimator_data`` (used by ``fusedml demo`` and asv).
+
+Our fits run a fixed iteration budget (tolerances 0), so every mode does the same work; sklearn's
+estimators run to their own default convergence (their solvers differ, so no budget is comparable).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sklearn.cluster
+import sklearn.linear_model
+import sklearn.svm
+
+import fusedml as fm
+from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
+from fusedml.datasets import estimator_data
+
+
+@dataclass(frozen=True)
+class Spec:
+    make: Callable[[str], Any]  # fusion mode -> estimator with a fixed budget
+    labels: str | None  # label kind (estimator_data.labels), None: unsupervised
+    sklearn: Callable[[], Any] | None  # the equivalent sklearn estimator
+
+
+SPECS = {
+    "L2SVM": Spec(
+        lambda m: L2SVM(reg=1.0, tol=0.0, max_iter=10, max_inner_iter=5, fusion=m), "binary",
+        lambda: sklearn.svm.LinearSVC(C=0.5, fit_intercept=False, dual=False),
+    ),
+    "MLogReg": Spec(
+        lambda m: MLogReg(reg=1.0, tol=0.0, max_iter=5, max_inner_iter=5, fusion=m), "multiclass",
+        lambda: sklearn.linear_model.LogisticRegression(fit_intercept=False),
+    ),
+    "GLM": Spec(
+        lambda m: GLM(family="poisson", link="log", tol=0.0, max_iter=5, max_inner_iter=5,
+                      fusion=m),
+        "counts", lambda: sklearn.linear_model.PoissonRegressor(fit_intercept=False, alpha=0.0),
+    ),
+    "KMeans": Spec(
+        lambda m: KMeans(n_clusters=10, n_init=1, max_iter=10, tol=0.0, random_state=0,
+                         fusion=m),
+        None, lambda: sklearn.cluster.KMeans(n_clusters=10, n_init=1, random_state=0),
+    ),
+    "ALSCG": Spec(
+        lambda m: ALSCG(rank=10, reg=0.1, max_iter=2, tol=0.0, random_state=0, fusion=m),
+        None, None,
+    ),
+}  # fmt: skip
+
+
+def _median_s(fn: Callable[[], Any], repeat: int) -> float:
+    fn()  # warm-up: tracing, optimization and kernel compiles are not timed
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def cases(scale: float):
+    """(estimator, data label, X, y) for every estimator and data set."""
+    for name, spec in SPECS.items():
+        if name == "ALSCG":
+            yield name, "ratings", estimator_data.ratings(scale), None
+            continue
+        for fmt in ("dense", "sparse"):
+            X, eta = estimator_data.design(fmt, scale)
+            yield name, fmt, X, estimator_data.labels(spec.labels, eta) if spec.labels else None
+
+
+def fit_seconds(name: str, X, y, mode: str, repeat: int) -> float:
+    estimator = SPECS[name].make(mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fixed budgets do not converge
+        return _median_s(lambda: estimator.fit(X, y), repeat)
+
+
+def sklearn_seconds(name: str, X, y, repeat: int) -> float | None:
+    make = SPECS[name].sklearn
+    if make is None:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _median_s(lambda: make().fit(X, y), repeat)
+
+
+def table(scale: float, repeat: int, out=None) -> list[dict]:
+    out = out or sys.stdout
+    modes = fm.FUSION_MODES
+    print(
+        f"Estimator fit times (s, median of {repeat} after a warm-up fit), data scale {scale}: "
+        "dense 1M x 10, sparse 200k x 1000 at 1 %, ratings 48k x 17770 at 1.2 % (x scale);\n"
+        "fixed iteration budgets. 'none/gen' = speed-up of cost_based over operator-at-a-time; "
+        "'gen/best' = cost_based over the fastest other mode; sklearn runs to convergence.",
+        file=out,
+    )
+    head = f"{'estimator':8} {'data':7} " + " ".join(f"{m[:12]:>12}" for m in modes)
+    head += f" {'none/gen':>9} {'gen/best':>9} {'sklearn':>9}"
+    print(head, file=out)
+    records = []
+    for name, fmt, X, y in cases(scale):
+        seconds = {m: fit_seconds(name, X, y, m, repeat) for m in modes}
+        sk = sklearn_seconds(name, X, y, repeat)
+        gen = seconds["cost_based"]
+        best = min(s for m, s in seconds.items() if m not in ("cost_based", "none"))
+        record = {"estimator": name, "data": fmt, **seconds, "sklearn": sk}
+        records.append(record)
+        sk_text = f"{sk:9.3f}" if sk is not None else f"{'-':>9}"
+        print(
+            f"{name:8} {fmt:7} " + " ".join(f"{seconds[m]:12.3f}" for m in modes)
+            + f" {seconds['none'] / gen:9.2f} {gen / best:9.2f} {sk_text}",
+            file=out,
+            flush=True,
+        )  # fmt: skip
+    return records
