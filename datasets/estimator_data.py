@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from fusedml.datasets.generators import dense_matrix, sparse_matrix
 
 DESIGNS = {"dense": (1_000_000, 10, 1.0), "sparse": (200_000, 1_000, 0.01)}
-RATINGS = (480_189 // 10, 17_770, 0.012)  # Netflix's users / 10, its movies, ~its density
+RATINGS = (480_189 // 40, 17_770, 0.012)  # Netflix's users / 40, its movies, ~its density
 
 
 def design(fmt: str, scale: float = 1.0, seed: int = 0):

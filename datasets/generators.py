@@ -20,4 +20,8 @@ def sparse_matrix(
     keys = rng.choice(rows * cols, size=nnz, replace=False) if nnz else np.zeros(0, np.int64)
     r, c = np.divmod(np.sort(keys), cols)
     values = rng.uniform(low, high, size=nnz)
-    return sp.csr_array((values, (r, c)), shape=(rows, cols))
+    out = sp.csr_array((values, (r, c)), shape=(rows, cols))
+    if nnz < 2**31 and rows < 2**31 and cols < 2**31:  # scipy's (and sklearn's) usual indices
+        out.indices = out.indices.astype(np.int32)
+        out.indptr = out.indptr.astype(np.int32)
+    return out

@@ -12,10 +12,13 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml as fm
+from fusedml import estimator_bench
 from fusedml.datasets import PATTERNS
 from fusedml.select.calibrate import calibrate
 
 SIZES = {"tiny": 2_000, "small": 100_000, "medium": 1_000_000}
+# estimator data scale per demo size (1.0 = dense 1M x 10, sparse 200k x 1000, ratings 12k users)
+ESTIMATOR_SCALES = {"tiny": 0.002, "small": 0.1, "medium": 1.0}
 
 
 def _checksum(result) -> float:
@@ -98,7 +101,9 @@ def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusedml", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="evaluate the paper's patterns under every fusion mode")
+    p_demo = sub.add_parser(
+        "demo", help="the paper's patterns and the estimators' fit times under every fusion mode"
+    )
     p_demo.add_argument("--size", choices=sorted(SIZES), default="small")
     p_demo.add_argument("--repeat", type=int, default=3)
     p_explain = sub.add_parser("explain", help="print the plan of one pattern")
@@ -111,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         demo(args.size, args.repeat)
+        print()
+        estimator_bench.table(ESTIMATOR_SCALES[args.size], args.repeat)
     elif args.command == "explain":
         explain(args.pattern, args.fusion, args.rows)
     else:

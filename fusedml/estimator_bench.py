@@ -99,7 +99,7 @@ def table(scale: float, repeat: int, out=None) -> list[dict]:
     modes = fm.FUSION_MODES
     print(
         f"Estimator fit times (s, median of {repeat} after a warm-up fit), data scale {scale}: "
-        "dense 1M x 10, sparse 200k x 1000 at 1 %, ratings 48k x 17770 at 1.2 % (x scale);\n"
+        "dense 1M x 10, sparse 200k x 1000 at 1 %, ratings 12k x 17770 at 1.2 % (x scale);\n"
         "fixed iteration budgets. 'none/gen' = speed-up of cost_based over operator-at-a-time; "
         "'gen/best' = cost_based over the fastest other mode; sklearn runs to convergence.",
         file=out,

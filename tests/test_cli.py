@@ -38,3 +38,15 @@ def test_demo_table_covers_patterns_modes_and_matches_numpy(capsys):
 def test_main_explain(capsys):
     assert cli.main(["explain", "sum(X*Y*Z)", "--fusion", "none"]) == 0
     assert "Plan(fusion='none'" in capsys.readouterr().out
+
+
+def test_estimator_table_runs_every_estimator_under_every_mode(capsys):
+    from fusedml import estimator_bench
+
+    records = estimator_bench.table(0.002, repeat=1)
+    assert [(r["estimator"], r["data"]) for r in records] == [
+        (name, fmt) for name in ("L2SVM", "MLogReg", "GLM", "KMeans") for fmt in ("dense", "sparse")
+    ] + [("ALSCG", "ratings")]
+    for r in records:
+        assert all(r[m] > 0 for m in fm.FUSION_MODES)
+    assert "none/gen" in capsys.readouterr().out

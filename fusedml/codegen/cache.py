@@ -26,6 +26,10 @@ from fusedml.codegen.skeletons import Kernel
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "threadsafe"
+# Idle OpenMP workers sleep instead of spinning: kernels alternate with numpy/BLAS calls whose own
+# threads then compete with spinning workers for the cores (2-5x slower iteration bodies on this
+# 2-core machine). Read when libgomp loads (the first parallel kernel); a user's setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _lock = threading.Lock()
 _memory: dict[Hashable, tuple[Callable[..., Any], Kernel]] = {}

@@ -22,6 +22,54 @@ from fusedml.runtime.hand._common import (
 )
 
 
+# Dense operands of one shape are C-contiguous here, so full aggregates and elementwise results
+# run over the flat arrays: a loop over rows of an (n, 1) column would not vectorize.
+@numba.njit(**JIT)
+def _flat_sum_product(x, y, z):
+    parts = np.zeros(CHUNKS)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, x.size, CHUNKS)
+        s = 0.0
+        for p in range(lo, hi):
+            s += x[p] * y[p] * z[p]
+        parts[c] = s
+    return parts.sum()
+
+
+@numba.njit(**JIT)
+def _flat_axpy(x, y, s, sign):
+    out = np.empty_like(x)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, x.size, CHUNKS)
+        for p in range(lo, hi):
+            out[p] = x[p] + sign * (s * y[p])
+    return out
+
+
+@numba.njit(**JIT)
+def _flat_one_minus(x, y):
+    out = np.empty_like(x)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, x.size, CHUNKS)
+        for p in range(lo, hi):
+            out[p] = 1.0 - x[p] * y[p]
+    return out
+
+
+@numba.njit(**JIT)
+def _flat_sigmoid(x):
+    out = np.empty_like(x)
+    for c in prange(CHUNKS):
+        lo, hi = bounds(c, x.size, CHUNKS)
+        for p in range(lo, hi):
+            out[p] = sigmoid(x[p])
+    return out
+
+
+def _flat(value) -> np.ndarray:
+    return dense(value).reshape(-1)
+
+
 # -- tak+* ------------------------------------------------------------------------------------
 @numba.njit(**JIT)
 def _tak_dense(X, Y, Z, chunks, by_column):
@@ -99,6 +147,8 @@ def tak(variant: str, x, y, z):
         ops = [operand(v) for v in values]
         out = _tak_sparse(d.data, d.indices, d.indptr, driver, m, n, *ops, chunks, by_column)
     else:
+        if not by_column:
+            return float(_flat_sum_product(_flat(x), _flat(y), _flat(z)))
         out = _tak_dense(dense(x), dense(y), dense(z), chunks, by_column)
     return out.reshape(1, n) if by_column else float(out[0])
 
@@ -175,16 +225,13 @@ def sumsq(variant: str, x):
 # -- axpy -------------------------------------------------------------------------------------
 @numba.njit(**JIT)
 def _axpy(X, Y, s, sign, ydata, yindices, yindptr, xdata, xindices, xindptr, mode):
-    """mode 0: X, Y dense; 1: Y CSR (X dense); 2: X CSR (Y dense)."""
+    """mode 1: Y CSR (X dense); 2: X CSR (Y dense)."""
     m, n = X.shape if mode != 2 else Y.shape
     out = np.empty((m, n))
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
-            if mode == 0:
-                for j in range(n):
-                    out[i, j] = X[i, j] + sign * (s * Y[i, j])
-            elif mode == 1:
+            if mode == 1:
                 for j in range(n):
                     out[i, j] = X[i, j]
                 for p in range(yindptr[i], yindptr[i + 1]):
@@ -207,22 +254,10 @@ def axpy(variant: str, x, s, y):
         return _axpy(dense(x), e2, float(s), sign, y.data, y.indices, y.indptr, e1, ei, ep, 1)
     if sp.issparse(x):
         return _axpy(e2, dense(y), float(s), sign, e1, ei, ep, x.data, x.indices, x.indptr, 2)
-    return _axpy(dense(x), dense(y), float(s), sign, e1, ei, ep, e1, ei, ep, 0)
+    return _flat_axpy(_flat(x), _flat(y), float(s), sign).reshape(x.shape)
 
 
 # -- 1-* --------------------------------------------------------------------------------------
-@numba.njit(**JIT)
-def _one_minus_dense(X, Y):
-    m, n = X.shape
-    out = np.empty((m, n))
-    for c in prange(CHUNKS):
-        lo, hi = bounds(c, m, CHUNKS)
-        for i in range(lo, hi):
-            for j in range(n):
-                out[i, j] = 1.0 - X[i, j] * Y[i, j]
-    return out
-
-
 @numba.njit(**JIT)
 def _one_minus_sparse(data, indices, indptr, m, n, other):
     out = np.empty((m, n))
@@ -245,7 +280,7 @@ def one_minus_product(variant: str, x, y):
     if sp.issparse(x) or sp.issparse(y):
         d, o = (x, y) if sp.issparse(x) else (y, x)
         return _one_minus_sparse(d.data, d.indices, d.indptr, *d.shape, operand(o))
-    return _one_minus_dense(dense(x), dense(y))
+    return _flat_one_minus(_flat(x), _flat(y)).reshape(x.shape)
 
 
 # -- sprop and sigmoid ------------------------------------------------------------------------
@@ -260,40 +295,25 @@ def _sprop_values(v):
     return out
 
 
-@numba.njit(**JIT)
-def _sprop_dense(X):
-    m, n = X.shape
-    out = np.empty((m, n))
-    for c in prange(CHUNKS):
-        lo, hi = bounds(c, m, CHUNKS)
-        for i in range(lo, hi):
-            for j in range(n):
-                out[i, j] = X[i, j] * (1.0 - X[i, j])
-    return out
-
-
 def sprop(variant: str, x):
     if sp.issparse(x):
         return sp.csr_array((_sprop_values(x.data), x.indices, x.indptr), shape=x.shape)
-    return _sprop_dense(dense(x))
+    return _sprop_values(_flat(x)).reshape(x.shape)  # x*(1-x) is 0 at 0 anyway
 
 
 @numba.njit(**JIT)
-def _sigmoid(X, data, indices, indptr, m, n, is_csr):
+def _sigmoid_csr(data, indices, indptr, m, n):
     out = np.empty((m, n))
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
-            if is_csr:
-                out[i, :] = 0.5
-                for p in range(indptr[i], indptr[i + 1]):
-                    out[i, indices[p]] = sigmoid(data[p])
-            else:
-                for j in range(n):
-                    out[i, j] = sigmoid(X[i, j])
+            out[i, :] = 0.5
+            for p in range(indptr[i], indptr[i + 1]):
+                out[i, indices[p]] = sigmoid(data[p])
     return out
 
 
 def sigmoid_op(variant: str, x):
-    values, data, indices, indptr, is_csr = operand(x)
-    return _sigmoid(values, data, indices, indptr, *x.shape, is_csr)
+    if sp.issparse(x):
+        return _sigmoid_csr(x.data, x.indices, x.indptr, *x.shape)
+    return _flat_sigmoid(_flat(x)).reshape(x.shape)
