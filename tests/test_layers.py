@@ -1,5 +1,6 @@
 """Layering that import-linter cannot see: algorithms/ and datasets/ (mapped into the package with
-package-dir) use fusedml's public API only, and the engine never imports them (but the CLI)."""
+package-dir) use fusedml's public API only, and the engine never imports them (but the top layer:
+the CLI and the estimator benchmark it prints)."""
 
 import ast
 import pathlib
@@ -26,7 +27,7 @@ def test_algorithms_and_datasets_use_only_the_public_api():
 
 def test_engine_does_not_import_algorithms_or_datasets():
     for path in (ROOT / "fusedml").rglob("*.py"):
-        if path.name == "cli.py":
+        if path.parent.name == "fusedml" and path.name in ("cli.py", "estimator_bench.py"):
             continue
         for name in imports_of(path):
             assert not name.startswith(("fusedml.algorithms", "fusedml.datasets")), path
