@@ -15,6 +15,17 @@ class FusedEstimatorMixin:
     """``fusion`` runs every traced body of ``fit``/``predict`` in that mode (None: the configured
     default); ``verbose`` prints one line per iteration."""
 
+    def _check_numbers(self, integers: dict[str, int], non_negative: tuple[str, ...]) -> None:
+        """Integer parameters with their lower bounds, and non-negative real parameters."""
+        for name, low in integers.items():
+            value = getattr(self, name)
+            if not (isinstance(value, int | np.integer) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        for name in non_negative:
+            value = getattr(self, name)
+            if not value >= 0:
+                raise ValueError(f"{name} must be non-negative, got {value!r}")
+
     def _fusion_scope(self) -> contextlib.AbstractContextManager:
         if self.fusion is None:
             return contextlib.nullcontext()

@@ -78,14 +78,9 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     def _check_params(self):
-        for name in ("rank", "max_iter"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self._check_numbers({"rank": 1, "max_iter": 1}, ("reg", "tol"))
         if self.reg_type not in ("L2", "wL2"):
             raise ValueError(f"reg_type must be 'L2' or 'wL2', got {self.reg_type!r}")
-        if not self.reg >= 0 or not self.tol >= 0:
-            raise ValueError(f"reg and tol must be non-negative, got {self.reg!r}, {self.tol!r}")
 
     def _ratings(self, X, reset):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)

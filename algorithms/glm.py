@@ -118,12 +118,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         spec = self._spec()
-        for name, low in (("max_iter", 1), ("max_inner_iter", 0)):
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and value >= low):
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not self.reg >= 0 or not self.tol >= 0:
-            raise ValueError("reg and tol must be non-negative")
+        self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         X = as_float_matrix(X)
         if self.fit_intercept:

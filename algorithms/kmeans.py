@@ -62,12 +62,8 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         self.verbose = verbose
 
     def _check_params(self, n_samples):
-        for name in ("n_clusters", "n_init", "max_iter", "sample_size_per_centroid"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"tol must be non-negative, got {self.tol!r}")
+        positive = ("n_clusters", "n_init", "max_iter", "sample_size_per_centroid")
+        self._check_numbers(dict.fromkeys(positive, 1), ("tol",))
         if n_samples < self.n_clusters:
             raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
 

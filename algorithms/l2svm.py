@@ -71,18 +71,8 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.fusion = fusion
         self.verbose = verbose
 
-    def _check_params(self):
-        if not self.reg >= 0:
-            raise ValueError(f"reg must be non-negative, got {self.reg!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"tol must be non-negative, got {self.tol!r}")
-        for name in ("max_iter", "max_inner_iter"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and value >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
     def fit(self, X, y):
-        self._check_params()
+        self._check_numbers({"max_iter": 1, "max_inner_iter": 1}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)

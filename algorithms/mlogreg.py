@@ -71,18 +71,8 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.fusion = fusion
         self.verbose = verbose
 
-    def _check_params(self):
-        if not self.reg >= 0:
-            raise ValueError(f"reg must be non-negative, got {self.reg!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"tol must be non-negative, got {self.tol!r}")
-        for name, low in (("max_iter", 1), ("max_inner_iter", 0)):
-            value = getattr(self, name)
-            if not (isinstance(value, int | np.integer) and value >= low):
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
     def fit(self, X, y):
-        self._check_params()
+        self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)

@@ -5,29 +5,18 @@ Run: .venv/bin/python asv_benches/hand_table.py [--scale 0.25] [--repeat 7] [pat
 """
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from benchmarks.hand import MODES
 from fusedml.datasets import HAND_PATTERNS, hand_data
+from kernels_table import median_ms
 
 import fusedml as fm
 
 LIMIT = 1.25  # generated code slower than hand code by more than this needs an explanation
-
-
-def median_ms(fn, repeat):
-    fn()  # warm: compile, plan caches
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main(argv=None):

@@ -67,15 +67,24 @@ def _median_s(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+def data_sets(name: str) -> tuple[str, ...]:
+    return ("ratings",) if name == "ALSCG" else ("dense", "sparse")
+
+
+def case(name: str, data: str, scale: float) -> tuple:
+    """(X, y) of one estimator's benchmark data set (y None when unsupervised)."""
+    if data == "ratings":
+        return estimator_data.ratings(scale), None
+    X, eta = estimator_data.design(data, scale)
+    kind = SPECS[name].labels
+    return X, estimator_data.labels(kind, eta) if kind else None
+
+
 def cases(scale: float):
     """(estimator, data label, X, y) for every estimator and data set."""
-    for name, spec in SPECS.items():
-        if name == "ALSCG":
-            yield name, "ratings", estimator_data.ratings(scale), None
-            continue
-        for fmt in ("dense", "sparse"):
-            X, eta = estimator_data.design(fmt, scale)
-            yield name, fmt, X, estimator_data.labels(spec.labels, eta) if spec.labels else None
+    for name in SPECS:
+        for data in data_sets(name):
+            yield name, data, *case(name, data, scale)
 
 
 def fit_seconds(name: str, X, y, mode: str, repeat: int) -> float:

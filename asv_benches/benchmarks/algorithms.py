@@ -4,30 +4,27 @@ dense 1M x 10, sparse 200k x 1000 at 1 %, ALS-CG on a Netflix-like 12k x 17770 r
 import fusedml as fm
 from fusedml import estimator_bench as eb
 
-DATA = {"L2SVM": ["dense", "sparse"], "MLogReg": ["dense", "sparse"], "GLM": ["dense", "sparse"],
-        "KMeans": ["dense", "sparse"], "ALSCG": ["ratings"]}  # fmt: skip
-_cache: dict = {}
+_loaded: dict = {}
 
 
 def _case(name, data):
-    if (name, data) not in _cache:
-        _cache.clear()  # hold one data set at a time
-        for case in eb.cases(1.0):
-            if case[:2] == (name, data):
-                _cache[name, data] = case[2:]
-                break
-    return _cache[name, data]
+    if (name, data) not in _loaded:
+        _loaded.clear()  # hold one data set at a time
+        _loaded[name, data] = eb.case(name, data, 1.0)
+    return _loaded[name, data]
 
 
 class FitTime:
     timeout = 1800
     number = 1
     repeat = 3
-    params = (list(DATA), ["dense", "sparse", "ratings"], [*fm.FUSION_MODES, "sklearn"])
+    params = (list(eb.SPECS), ["dense", "sparse", "ratings"], [*fm.FUSION_MODES, "sklearn"])
     param_names = ["estimator", "data", "fusion"]
 
     def setup(self, name, data, fusion):
-        if data not in DATA[name] or (fusion == "sklearn" and eb.SPECS[name].sklearn is None):
+        if data not in eb.data_sets(name) or (
+            fusion == "sklearn" and eb.SPECS[name].sklearn is None
+        ):
             raise NotImplementedError  # asv: skip
         self.X, self.y = _case(name, data)
         if fusion == "sklearn":
