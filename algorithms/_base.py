@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import _check_sample_weight
 
 import fusedml as fm
 
@@ -39,6 +40,26 @@ class FusedEstimatorMixin:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def sample_weights(sample_weight, X):
+    """Validated non-negative per-sample weights, or the scalar 1.0 when there are none (the traced
+    bodies then multiply by a runtime scalar instead of reading an all-ones vector)."""
+    if sample_weight is None:
+        return 1.0
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if not np.any(sw > 0):
+        raise ValueError("sample_weight must contain at least one positive weight")
+    return sw
+
+
+def max_row_norm(X, sw) -> float:
+    """The largest Euclidean row norm among the records that carry weight (the initial trust
+    region of MLogReg and GLM; a record of weight 0 is as absent)."""
+    x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, axis=1)
+    if not np.isscalar(sw):
+        x2 = x2[np.ravel(sw) > 0]
+    return float(np.sqrt(np.max(x2)))
 
 
 def as_float_matrix(X):

@@ -1,10 +1,14 @@
-"""The GLM family/link arithmetic of SystemDS's ``glm`` builtin, on n-vectors (numpy).
+"""The GLM family/link arithmetic of SystemDS's ``glm`` builtin, written once for numpy arrays and
+for fusedml expressions: ``xp`` is ``numpy`` (prediction) or ``fusedml`` (inside the traced bodies
+of each iteration, where the whole chain fuses with ``X @ beta``).
 
 Power families (``dfam=1``: variance mu**var_power, link mu**link_power, link_power 0 = log) and the
-binomial (``dfam=2``, a two-column response [yes, no]) with power, logit, probit (the
-Abramowitz-Stegun 7.1.26 normal CDF, as SystemDS), cloglog and cauchit links. ``dist`` gives the
-IRLS quantities g_Y = residual / (variance * link') and w = 1 / (variance * link'^2); ``log_lik``
-the log-likelihood up to terms independent of the coefficients (-inf when undefined).
+binomial (``dfam=2``, responses ``(yes, no)``) with power, logit, probit (the Abramowitz-Stegun
+7.1.26 normal CDF, as SystemDS), cloglog and cauchit links. ``dist`` gives the IRLS quantities
+g_Y = residual / (variance * link') and w = 1 / (variance * link'^2); ``log_lik`` the
+log-likelihood up to terms independent of the coefficients, as a sum and the counts of records
+outside the domain (any non-zero count makes it -inf). Responses ``ys`` are ``(y,)`` for power
+families and ``(yes, no)`` for the binomial.
 """
 
 from __future__ import annotations
@@ -16,6 +20,14 @@ POWER_LINK, LOGIT, PROBIT, CLOGLOG, CAUCHIT = 1, 2, 3, 4, 5
 ONE_OVER_SQRT_2PI = 0.39894228040143267793994605993438
 
 
+def _float(mask):
+    return mask * 1.0  # numpy: bool -> 0/1 floats; fusedml comparisons already are
+
+
+def _finite(xp, eta):
+    return xp.where(xp.abs(eta) == np.inf, 0.0, eta)
+
+
 def _erfc_as(t_abs):
     """A&S 7.1.26 pieces: t and the polynomial p(t) with erfc(x) ~ p(t) exp(-x^2)."""
     t = 1.0 / (1.0 + t_abs * 0.231641888)
@@ -24,141 +36,130 @@ def _erfc_as(t_abs):
     return p
 
 
-def binomial_probabilities(eta, link, link_power):
-    """(n, 2) probabilities of [yes, no]; None if undefined."""
+def binomial_probabilities(xp, eta, link, link_power):
+    """(P(yes), P(no), masks of records outside the link's domain)."""
     if link == POWER_LINK:
         if link_power == 0:
-            mu = np.exp(eta)
+            mu, bad = xp.exp(eta), []
         elif link_power == 0.5:
-            mu = eta**2
-        elif np.all(eta >= 0):
-            mu = eta ** (1.0 / link_power)
+            mu, bad = eta**2, []
         else:
-            return None
-        return np.column_stack([mu, 1 - mu])
-    inf = np.column_stack([eta == np.inf, eta == -np.inf]).astype(float)
-    finite = np.where(np.isinf(eta), 0.0, eta)
+            mu, bad = eta ** (1.0 / link_power), [eta < 0]
+        return mu, 1 - mu, bad
+    finite = _finite(xp, eta)
     if link == LOGIT:
-        prob = np.column_stack([np.exp(finite), np.ones_like(finite)])
-        prob = prob / prob.sum(axis=1, keepdims=True)
+        e = xp.exp(finite)
+        p_yes, p_no = e / (e + 1.0), 1.0 / (e + 1.0)
     elif link == PROBIT:
-        pos_neg = np.column_stack([finite >= 0, finite < 0]).astype(float)
-        tail = (np.exp(-(finite**2) / 2.0) * _erfc_as(np.abs(finite)))[:, None]
-        prob = pos_neg + (0.5 - pos_neg) * tail
+        pos, neg = _float(finite >= 0), _float(finite < 0)
+        tail = xp.exp(-(finite**2) / 2.0) * _erfc_as(xp.abs(finite))
+        p_yes, p_no = pos + (0.5 - pos) * tail, neg + (0.5 - neg) * tail
     elif link == CLOGLOG:
-        e = np.exp(finite)
-        ee = np.exp(-e)
-        small = ((10000000 + e) == 10000000).astype(float)
-        prob = np.column_stack([(1 - small) * (1 - ee) + small * e * (1 - e / 2), ee])
+        e = xp.exp(finite)
+        ee = xp.exp(-e)
+        small = _float((10000000 + e) == 10000000)
+        p_yes, p_no = (1 - small) * (1 - ee) + small * e * (1 - e / 2), ee
     else:
-        a = np.arctan(finite)
-        prob = 0.5 + np.column_stack([a, -a]) / np.pi
-    return prob * (1.0 - inf.sum(axis=1, keepdims=True)) + inf
+        a = xp.arctan(finite) / np.pi
+        p_yes, p_no = 0.5 + a, 0.5 - a
+    inf_yes, inf_no = _float(eta == np.inf), _float(eta == -np.inf)
+    rest = 1.0 - (inf_yes + inf_no)
+    return p_yes * rest + inf_yes, p_no * rest + inf_no, []
 
 
-def dist(eta, Y, family, var_power, link, link_power):
+def dist(xp, eta, ys, family, var_power, link, link_power):
     """(g_Y, w) at the linear predictor ``eta``."""
     if family == POWER:
+        (y,) = ys
         if link_power == 0:
-            mu = np.exp(eta)
+            mu = xp.exp(eta)
             mu_pow = mu ** (1 - var_power)
-            return mu_pow * (Y - mu), mu_pow * mu
+            return mu_pow * (y - mu), mu_pow * mu
         if link_power == 1.0:
             w = eta ** (-var_power)
-            return w * (-(eta - Y)), w
+            return w * (-(eta - y)), w
         mu = eta ** (1.0 / link_power)
         c1 = (1 - var_power) / link_power - 1
         c2 = (2 - var_power) / link_power - 2
-        return (eta**c1) * (Y - mu) / link_power, (eta**c2) / link_power**2
-    yes, no = Y[:, 0], Y[:, 1]
+        return (eta**c1) * (y - mu) / link_power, (eta**c2) / link_power**2
+    yes, no = ys
     total = yes + no
     if link == POWER_LINK:
         if link_power == 0:
-            v = 1 / (np.exp(-eta) - 1)
+            v = 1 / (xp.exp(-eta) - 1)
             return yes - no * v, total * v
         v = (
             1 / (1 - eta**2)
             if link_power == 0.5
             else eta ** (-2 + 1 / link_power) / (1 - eta ** (1 / link_power))
         )
-        zero = (yes == 0).astype(float)
+        zero = _float(yes == 0)
         v2 = (yes + zero) / (eta * (1 - zero) + zero) - zero
         return (v2 - no * v * eta) / link_power, total * v / link_power**2
     if link == LOGIT:
-        prob = binomial_probabilities(eta, LOGIT, 0.0)
-        g = yes * prob[:, 1] - no * prob[:, 0]
-        w = yes * prob[:, 1] * prob[:, 0] + no * prob[:, 0] * prob[:, 1]
-        return g, w
+        p_yes, p_no, _ = binomial_probabilities(xp, eta, LOGIT, 0.0)
+        return yes * p_no - no * p_yes, yes * p_no * p_yes + no * p_yes * p_no
     if link == PROBIT:
-        finite = np.where(np.isinf(eta), 0.0, eta)
-        pos = (eta >= 0).astype(float)
-        pt = _erfc_as(np.abs(finite))
-        gauss = np.exp(-(eta**2) / 2.0)
+        pos = _float(eta >= 0)
+        pt = _erfc_as(xp.abs(_finite(xp, eta)))
+        gauss = xp.exp(-(eta**2) / 2.0)
         v1 = 0.25 * pt * (2 - gauss * pt)
         v2 = yes - total * pos + gauss * pt * total * (pos - 0.5)
         return ONE_OVER_SQRT_2PI * v2 / v1, gauss * ONE_OVER_SQRT_2PI**2 * total / v1
     if link == CLOGLOG:
-        e = np.exp(eta)
-        ee = np.exp(-e)
-        small = ((10000000 + e) == 10000000).astype(float)
+        e = xp.exp(eta)
+        ee = xp.exp(-e)
+        small = _float((10000000 + e) == 10000000)
         ratio = (1 - small) * (1 - ee) / (e + small) + small * (1 - e / 2)
         return (total * ee - no) / ratio, ee * e * total / ratio
-    prob = binomial_probabilities(eta, CAUCHIT, 0.0)
-    residual = yes * prob[:, 1] - no * prob[:, 0]
-    variance = total * prob[:, 0] * prob[:, 1]
+    p_yes, p_no, _ = binomial_probabilities(xp, eta, CAUCHIT, 0.0)
+    residual = yes * p_no - no * p_yes
+    variance = total * p_yes * p_no
     grad = (1 + eta**2) * np.pi
     return total * residual / (variance * grad), total**2 / (variance * grad**2)
 
 
-def _power_log_lik(eta, y, var_power, link_power):
-    log_zero = np.zeros_like(eta)
+def _power_log_lik(xp, eta, y, var_power, link_power):
+    """(summands, masks outside the domain)."""
+    log_zero, bad = None, []
     if var_power == 1.0 and link_power == 0:
-        b, log_zero, theta = (
-            np.exp(eta),
-            (eta == -np.inf).astype(float),
-            np.where(eta == -np.inf, 0.0, eta),
-        )
+        b, log_zero = xp.exp(eta), _float(eta == -np.inf)
+        theta = xp.where(eta == -np.inf, 0.0, eta)
     elif var_power == 1.0 and link_power > 0:
-        if np.any(eta < 0):
-            return -np.inf
-        log_zero = (eta == 0).astype(float)
+        bad.append(eta < 0)
+        log_zero = _float(eta == 0)
         if link_power == 1.0:
-            b, theta = eta, np.log(eta + log_zero)
+            b, theta = eta, xp.log(eta + log_zero)
         elif link_power == 0.5:
-            b, theta = eta**2, 2.0 * np.log(eta + log_zero)
+            b, theta = eta**2, 2.0 * xp.log(eta + log_zero)
         else:
             b = (eta + log_zero) ** (1.0 / link_power) - log_zero
-            theta = np.log(eta + log_zero) / link_power
+            theta = xp.log(eta + log_zero) / link_power
     elif var_power == 1.0:
-        if np.any(eta <= 0):
-            return -np.inf
-        b, theta = eta ** (1.0 / link_power), np.log(eta) / link_power
+        bad.append(eta <= 0)
+        b, theta = eta ** (1.0 / link_power), xp.log(eta) / link_power
     elif var_power == 2.0 and link_power == 0:
-        b, theta = eta, -np.exp(-eta)
+        b, theta = eta, -xp.exp(-eta)
     elif var_power == 2.0:
-        if np.any(eta <= 0):
-            return -np.inf
+        bad.append(eta <= 0)
         if link_power == -1.0:
-            b, theta = -np.log(eta), -eta
+            b, theta = -xp.log(eta), -eta
         elif link_power == 1.0:
-            b, theta = np.log(eta), -1.0 / eta
+            b, theta = xp.log(eta), -1.0 / eta
         else:
-            b, theta = np.log(eta) / link_power, -(eta ** (-1.0 / link_power))
+            b, theta = xp.log(eta) / link_power, -(eta ** (-1.0 / link_power))
     elif link_power == 0:
-        theta = np.exp(eta * (1.0 - var_power)) / (1.0 - var_power)
-        b = np.exp(eta * (2.0 - var_power)) / (2.0 - var_power)
+        theta = xp.exp(eta * (1.0 - var_power)) / (1.0 - var_power)
+        b = xp.exp(eta * (2.0 - var_power)) / (2.0 - var_power)
     else:
-        theta = _power_term(eta, link_power, 1.0 - var_power)
-        b = _power_term(eta, link_power, 2.0 - var_power)
-        if theta is None or b is None:
-            return -np.inf
-    if np.sum(log_zero * np.abs(y)) > 0:
-        return -np.inf
-    value = float(np.sum(y * theta - b))
-    return value if np.isfinite(value) else -np.inf
+        theta = _power_term(eta, link_power, 1.0 - var_power, bad)
+        b = _power_term(eta, link_power, 2.0 - var_power, bad)
+    if log_zero is not None:
+        bad.append(log_zero * xp.abs(y))
+    return y * theta - b, bad
 
 
-def _power_term(eta, link_power, c):
+def _power_term(eta, link_power, c, bad):
     """eta**(c / link_power) / c with SystemDS's exact cases."""
     if -2 * link_power == c:
         return 1.0 / (eta**2) / c
@@ -168,19 +169,31 @@ def _power_term(eta, link_power, c):
         return eta / c
     if 2 * link_power == c:
         return eta**2 / c
-    if np.all(eta > 0):
-        return eta ** (c / link_power) / c
-    return None
+    bad.append(eta <= 0)
+    return eta ** (c / link_power) / c
 
 
-def log_lik(eta, Y, family, var_power, link, link_power):
+def log_lik(xp, eta, ys, family, var_power, link, link_power, sw=1.0):
+    """(sum of the log-likelihood terms, [weight of the records outside the domain, ...]); each
+    record's terms weighted by ``sw``."""
     if family == POWER:
-        return _power_log_lik(eta, Y, var_power, link_power)
-    prob = binomial_probabilities(eta, link, link_power)
-    if prob is None or np.sum((prob <= 0) * np.abs(Y)) != 0:
+        terms, bad = _power_log_lik(xp, eta, ys[0], var_power, link_power)
+    else:
+        p_yes, p_no, bad = binomial_probabilities(xp, eta, link, link_power)
+        terms = 0.0
+        for y, p in zip(ys, (p_yes, p_no), strict=True):
+            nonpositive = _float(p <= 0)
+            bad.append(nonpositive * xp.abs(y))
+            terms = terms + y * xp.log(p * (1 - nonpositive) + nonpositive)
+    return xp.sum(sw * terms), [xp.sum(sw * _float(m)) for m in bad]
+
+
+def log_lik_value(total, bad_counts) -> float:
+    """The log-likelihood from ``log_lik``'s parts: -inf outside the domain or when not finite."""
+    total = float(total)
+    if any(float(b) > 0 for b in bad_counts) or not np.isfinite(total):
         return -np.inf
-    value = float(np.sum(Y * np.log(prob * (1 - (prob <= 0)) + (prob <= 0))))
-    return value if np.isfinite(value) else -np.inf
+    return total
 
 
 def saturated_eta(Y, family, link, link_power):

@@ -2,9 +2,11 @@
 
 Fisher scoring in a trust region with inner conjugate gradient (Steihaug) on ``-loglik(beta) +
 reg/2 * ||beta||**2`` (log-likelihood summed over rows; the intercept, a ones column appended
-last, is not penalized). The family/link arithmetic is in ``_glm_family.py``; the data-sized work
-(``X @ beta``, ``X.T @ g`` and the CG's ``X.T @ (w * (X @ p))``) runs as traced fusedml bodies.
-As in SystemDS 3.4, the returned coefficients are the last iteration's candidate.
+last, is not penalized). The family/link arithmetic is in ``_glm_family.py``; all data-sized work
+is three traced bodies, each one pass over X when fused: the log-likelihood at ``beta``, the
+gradient ``X.T @ g_Y(X @ beta)`` and the CG's ``X.T @ (w(X @ beta) * (X @ p))`` (the weights are
+recomputed per row rather than materialized). As in SystemDS 3.4, the returned coefficients are
+the last iteration's candidate.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from fusedml.algorithms import _glm_family as fam
-from fusedml.algorithms._base import FusedEstimatorMixin, append_ones, as_float_matrix
+from fusedml.algorithms._base import (
+    FusedEstimatorMixin,
+    append_ones,
+    as_float_matrix,
+    max_row_norm,
+    sample_weights,
+)
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score
@@ -32,19 +40,34 @@ LINKS = {  # name -> (SystemDS link type, link power)
 }  # fmt: skip
 
 
-@fm.jit
-def _linear(X, beta):
-    return X @ beta
+# ``spec`` = (family, var_power, link, link_power): static, one trace per family and link.
+# ``no`` is the binomial's second response column, None for power families.
+# ``sw``: the sample weights, or the scalar 1.0.
+@fm.jit(static_argnames=("spec",))
+def _log_lik(X, beta, y, no, sw, spec):
+    total, bad = fam.log_lik(fm, X @ beta, _responses(y, no), *spec, sw=sw)
+    return total, *bad
+
+
+@fm.jit(static_argnames=("spec",))
+def _gradient(X, beta, y, no, sw, spec):
+    g_y, _ = fam.dist(fm, X @ beta, _responses(y, no), *spec)
+    return X.T @ (sw * g_y)
+
+
+@fm.jit(static_argnames=("spec",))
+def _hessian_times(X, beta, y, no, sw, p, spec):
+    _, w = fam.dist(fm, X @ beta, _responses(y, no), *spec)
+    return X.T @ (sw * w * (X @ p))
 
 
 @fm.jit
-def _transposed(X, v):
-    return X.T @ v
+def _gram_times(X, sw, p):
+    return X.T @ (sw * (X @ p))
 
 
-@fm.jit
-def _weighted_gram_times(X, w, p):
-    return X.T @ (w * (X @ p))
+def _responses(y, no):
+    return (y,) if no is None else (y, no)
 
 
 class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
@@ -116,23 +139,24 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             return np.column_stack([y, 1.0 - y])
         return y
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         spec = self._spec()
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        sw = sample_weights(sample_weight, X)
         X = as_float_matrix(X)
         if self.fit_intercept:
             X = append_ones(X)
         Y = self._response(y, spec[0])
         with self._fusion_scope():
-            beta = self._fit(X, Y, spec)
+            beta = self._fit(X, Y, sw, spec)
         d = self.n_features_in_
         self.coef_ = beta[:d]
         self.intercept_ = float(beta[d]) if self.fit_intercept else 0.0
         return self
 
-    def _fit(self, X, Y, spec):
-        family, var_power, link, link_power = spec
+    def _fit(self, X, Y, sw, spec):
+        family, _, link, link_power = spec
         D = X.shape[1]
         lam = np.full(D, float(self.reg))
         if self.fit_intercept:
@@ -141,20 +165,22 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         sat_eta = fam.saturated_eta(Y, family, link, link_power)
         if sat_eta is None:
             raise ValueError("responses are out of range for this family and link")
-        saturated = fam.log_lik(sat_eta, Y, family, var_power, link, link_power)
-        beta = self._initial_beta(X, family, link, link_power, max_cg)
-        x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
-        delta = 0.5 * math.sqrt(D) / float(np.max(np.sqrt(x2)))
+        y, no = (Y, None) if family == fam.POWER else (Y[:, 0].copy(), Y[:, 1].copy())
+        ys = _responses(y, no)
+        with np.errstate(all="ignore"):
+            saturated = fam.log_lik_value(*fam.log_lik(np, sat_eta, ys, *spec, sw=sw))
+        beta = self._initial_beta(X, sw, family, link, link_power, max_cg)
+        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw)
 
         def evaluate(b):
-            eta = _linear(X, b)
-            ll = fam.log_lik(eta, Y, family, var_power, link, link_power)
+            total, *bad = _log_lik(X, b, y, no, sw, spec)
+            ll = fam.log_lik_value(total, bad)
             if not np.isfinite(ll):
-                return eta, -np.inf, np.nan
-            return eta, ll - 0.5 * float(np.sum(lam * b**2)), 2.0 * (saturated - ll)
+                return -np.inf, np.nan
+            return ll - 0.5 * float(np.sum(lam * b**2)), 2.0 * (saturated - ll)
 
         new_beta = beta
-        eta, new_ll, new_dev = evaluate(new_beta)
+        new_ll, new_dev = evaluate(new_beta)
         log_l, dev, log_l_defined = 0.0, 0.0, None
         predicted, reached, it, code = 0.0, False, 0, 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -172,11 +198,14 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
                         accept = True
                 if accept:
                     beta, log_l, dev, log_l_defined = new_beta, new_ll, new_dev, new_defined
-                    g_y, w = fam.dist(eta, Y, family, var_power, link, link_power)
-                    g = -_transposed(X, g_y)
-                z, predicted, reached = self._steihaug(X, w, g, beta, lam, delta, max_cg)
+                    g = -_gradient(X, beta, y, no, sw, spec)
+
+                    def hessian_times(p, beta=beta):
+                        return _hessian_times(X, beta, y, no, sw, p, spec)
+
+                z, predicted, reached = self._steihaug(hessian_times, g, beta, lam, delta, max_cg)
                 new_beta = beta + z
-                eta, new_ll, new_dev = evaluate(new_beta)
+                new_ll, new_dev = evaluate(new_beta)
                 change = new_ll - log_l
                 if (not reached and np.isfinite(new_ll)
                         and (2.0 * abs(change) < self.tol * (dev + 0.1)
@@ -196,7 +225,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             )
         return new_beta  # SystemDS returns the last candidate
 
-    def _initial_beta(self, X, family, link, link_power, max_cg):
+    def _initial_beta(self, X, sw, family, link, link_power, max_cg):
         if (family == fam.POWER and link_power == 0) or (family == fam.BINOMIAL and link >= 2):
             return np.zeros(X.shape[1])
         if link == fam.POWER_LINK:
@@ -207,22 +236,26 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.fit_intercept:
             beta[-1] = target
             return beta
-        return self._straighten(X, max_cg) * target
+        return self._straighten(X, sw, max_cg) * target
 
     @staticmethod
-    def _straighten(X, max_cg):
-        """w with ||X @ w - 1|| small and mean(X @ w) = 1 (regularized least squares by CG)."""
-        col_sums = np.asarray(X.sum(axis=0)).ravel()
-        x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+    def _straighten(X, sw, max_cg):
+        """w with ||X @ w - 1|| small and mean(X @ w) = 1 (regularized least squares by CG; every
+        sum over records weighted)."""
+        X2 = X.multiply(X) if sp.issparse(X) else X * X
+        if np.isscalar(sw):
+            n, col_sums, x2 = X.shape[0], np.asarray(X.sum(axis=0)).ravel(), float(X2.sum())
+        else:
+            n, col_sums = float(np.sum(sw)), np.asarray(X.T @ sw).ravel()
+            x2 = float(np.sum(X2.T @ sw))
         lam = 1e-6 * x2 / X.shape[1]
         r = -col_sums
         z = np.zeros(X.shape[1])
         p = -r
         norm_r2 = float(r @ r)
         i = 0
-        ones = np.ones(X.shape[0])
-        while i < max_cg and i < X.shape[1] and norm_r2 >= 1e-6 * X.shape[0]:
-            q = _weighted_gram_times(X, ones, p) + lam * p
+        while i < max_cg and i < X.shape[1] and norm_r2 >= 1e-6 * n:
+            q = _gram_times(X, sw, p) + lam * p
             alpha = norm_r2 / float(p @ q)
             z = z + alpha * p
             old, r = norm_r2, r + alpha * q
@@ -230,10 +263,10 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             p = -r + (norm_r2 / old) * p
             i += 1
         scale = float(col_sums @ z)
-        return (X.shape[0] / scale) * z if scale else z  # degenerate X: start from zero
+        return (n / scale) * z if scale else z  # degenerate X: start from zero
 
     @staticmethod
-    def _steihaug(X, w, g, beta, lam, delta, max_cg):
+    def _steihaug(hessian_times, g, beta, lam, delta, max_cg):
         """Approximately minimize 0.5 z'(X'WX + diag(lam))z + (g + lam*beta)'z, ||z|| <= delta:
         (z, predicted decrease of -loglik, whether the boundary was reached)."""
         delta2 = delta**2
@@ -246,7 +279,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         if rr < eps:
             return z, 0.0, False
         for i in range(1, max_cg + 1):
-            q = lam * p + _weighted_gram_times(X, w, p)
+            q = lam * p + hessian_times(p)
             pq = float(p @ q)
             if pq <= 0:
                 pp = float(p @ p)
@@ -277,7 +310,8 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         family, _, link, link_power = self._spec()
         eta = self._eta(X)
         if family == fam.BINOMIAL:
-            return fam.binomial_probabilities(eta, link, link_power)[:, 0]
+            with np.errstate(all="ignore"):
+                return fam.binomial_probabilities(np, eta, link, link_power)[0]
         return np.exp(eta) if link_power == 0 else eta ** (1.0 / link_power)
 
     def score(self, X, y, sample_weight=None):

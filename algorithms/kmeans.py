@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from fusedml.algorithms._base import FusedEstimatorMixin, as_float_matrix
+from fusedml.algorithms._base import FusedEstimatorMixin, as_float_matrix, sample_weights
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -21,13 +21,22 @@ import fusedml as fm
 
 
 @fm.jit
-def _lloyd_step(X, C, sum_x2):
-    """Centroid WCSS of C, and the sums and counts of the records each centroid attracts."""
+def _lloyd_step(X, C, sw):
+    """The (weighted) sums and counts of the records each centroid of C attracts: one pass over
+    X when fused (the paper's single Row operator). ``sw``: sample weights as an (n, 1) column,
+    or the scalar 1.0."""
     D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)  # squared distances minus ||x||^2
     nearest = fm.min(D, axis=1, keepdims=True)
     P = nearest >= D
-    P = P / fm.sum(P, axis=1, keepdims=True)
-    return sum_x2 + fm.sum(nearest), P.T @ X, fm.sum(P, axis=0)
+    P = sw * (P / fm.sum(P, axis=1, keepdims=True))
+    return P.T @ X, fm.sum(P, axis=0)
+
+
+def _wcss(C, sums, counts, sum_x2):
+    """Centroid WCSS, sum_x2 + sum(rowMins(D)), from the step's sums: each record's share P_ij
+    sits at its minimum D_ij and P's rows sum to 1, so sum(rowMins(D)) = sum(P * D) =
+    sum_j (counts_j ||c_j||^2 - 2 c_j . sums_j) -- no second pass over X."""
+    return sum_x2 + float(np.sum(counts * np.sum(C * C, axis=1) - 2.0 * np.sum(C * sums, axis=1)))
 
 
 @fm.jit
@@ -67,17 +76,23 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         if n_samples < self.n_clusters:
             raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
         self._check_params(X.shape[0])
         X = as_float_matrix(X)
+        sw = sample_weights(sample_weight, X)
+        if not np.isscalar(sw) and np.count_nonzero(sw) < self.n_clusters:
+            raise ValueError(
+                f"n_clusters={self.n_clusters} needs at least as many samples of positive weight"
+            )
         rng = check_random_state(self.random_state)
-        sum_x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+        sum_x2 = _weighted_square_sum(X, sw)
+        sw_column = sw if np.isscalar(sw) else sw[:, None]
         results = []
         with self._fusion_scope():
             for run in range(self.n_init):
-                C = self._seed(X, rng)
-                results.append(self._lloyd(X, C, sum_x2, run))
+                C = self._seed(X, sw, rng)
+                results.append(self._lloyd(X, sw_column, C, sum_x2, run))
         converged = [r for r in results if r[0] == 1]
         if not converged:
             warnings.warn(
@@ -87,40 +102,51 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 stacklevel=2,
             )
             converged = [r for r in results if r[0] == 2] or results
-        _, wcss, C, n_iter = min(converged, key=lambda r: r[1])
+        # runs that reach the same clustering differ in WCSS by rounding only (which depends on
+        # the fusion plan's summation order): the first of those wins, so labels do not hinge on it
+        best = min(r[1] for r in converged)
+        _, wcss, C, n_iter = next(r for r in converged if r[1] <= best + 1e-9 * abs(best))
         self.cluster_centers_, self.inertia_, self.n_iter_ = C, wcss, n_iter
         with self._fusion_scope():
             labels, _ = _nearest(X, C)
         self.labels_ = labels
         return self
 
-    def _seed(self, X, rng):
-        """k-means++ on a random sample (all rows if the sample would not be smaller)."""
+    def _seed(self, X, sw, rng):
+        """k-means++ on a random sample (all rows if the sample would not be smaller); records
+        are picked with probability proportional to their weight times their squared distance."""
         n, k = X.shape[0], self.n_clusters
         target = k * self.sample_size_per_centroid
         rows = np.flatnonzero(rng.random_sample(n) < target / n) if target < n else np.arange(n)
+        if not np.isscalar(sw):
+            rows = rows[sw[rows] > 0]
         if len(rows) < k:
-            rows = np.sort(rng.choice(n, size=k, replace=False))
+            pool = np.arange(n) if np.isscalar(sw) else np.flatnonzero(sw > 0)
+            rows = np.sort(rng.choice(pool, size=k, replace=False))
         S = X[rows]
         S = S.toarray() if sp.issparse(S) else S
         s2 = np.sum(S * S, axis=1)
-        weights = np.ones(len(rows))
+        row_weights = np.ones(len(rows)) if np.isscalar(sw) else sw[rows]
+        weights = row_weights
         centers = np.empty((k, X.shape[1]))
         for i in range(k):
             cdf = np.cumsum(weights)
             pick = int(np.searchsorted(cdf, rng.random_sample() * cdf[-1], side="right"))
             centers[i] = S[min(pick, len(rows) - 1)]
             dist = s2 + centers[i] @ centers[i] - 2 * (S @ centers[i])
+            dist = row_weights * dist
             weights = dist if i == 0 else np.minimum(weights, dist)
         return centers
 
-    def _lloyd(self, X, C, sum_x2, run):
+    def _lloyd(self, X, sw, C, sum_x2, run):
         """(termination code, centroid WCSS, centroids, iterations): 1 converged, 2 max_iter,
         3 a centroid lost all its records."""
         wcss = np.inf
         for it in range(1, self.max_iter + 1):
             wcss_old = wcss
-            wcss, sums, counts = _lloyd_step(X, C, sum_x2)
+            sums, counts = _lloyd_step(X, C, sw)
+            counts = np.asarray(counts).ravel()
+            wcss = _wcss(C, sums, counts, sum_x2)
             self._log(f"run {run + 1}, iteration {it - 1}: centroid WCSS {wcss:.10g}")
             if wcss_old - wcss < self.tol * wcss:
                 return 1, wcss, C, it
@@ -148,12 +174,19 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         D = x2[:, None] - 2 * np.asarray(X @ C.T) + np.sum(C * C, axis=1)
         return np.sqrt(np.maximum(D, 0.0))
 
-    def score(self, X, y=None):
-        """Minus the sum of squared distances of X's records to their nearest center."""
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the (weighted) sum of squared distances of X's records to their nearest center."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         X = as_float_matrix(X)
-        x2 = float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+        sw = sample_weights(sample_weight, X)
         with self._fusion_scope():
             _, nearest = _nearest(X, self.cluster_centers_)
-        return -(x2 + float(np.sum(nearest)))
+        return -(_weighted_square_sum(X, sw) + float(np.sum(sw * np.ravel(nearest))))
+
+
+def _weighted_square_sum(X, sw) -> float:
+    if np.isscalar(sw):
+        return float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
+    x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
+    return float(np.sum(sw * x2))

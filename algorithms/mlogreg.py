@@ -1,7 +1,8 @@
 """MLogReg: multinomial logistic regression as SystemDS's ``multiLogReg`` builtin fits it.
 
 Trust-region Newton with inner (Steihaug) conjugate gradient (Lin, Weng, Keerthi 2008) on
-``-sum(log P(y_i)) + reg/2 * ||B||**2``; the last class (the largest label) is the baseline whose
+``-sum(s_i * log P(y_i)) + reg/2 * ||B||**2`` (``s``: sample weights, 1 by default); the last
+class (the largest label) is the baseline whose
 coefficients are fixed at 0, and the intercept (a ones column appended last) is not penalized.
 The data-sized work of an iteration is three traced bodies: the Hessian-vector product of the CG
 loop, the objective with the new probabilities, and the gradient.
@@ -13,7 +14,13 @@ import math
 import warnings
 
 import numpy as np
-from fusedml.algorithms._base import FusedEstimatorMixin, append_ones, as_float_matrix
+from fusedml.algorithms._base import (
+    FusedEstimatorMixin,
+    append_ones,
+    as_float_matrix,
+    max_row_norm,
+    sample_weights,
+)
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import softmax
@@ -27,26 +34,28 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
 
 
+# ``sw``: the sample weights as an (n, 1) column, or the scalar 1.0
 @fm.jit
-def _hessian_times(X, P, V):
+def _hessian_times(X, P, V, sw):
     Q = P * (X @ V)
-    return X.T @ (Q - P * fm.sum(Q, axis=1, keepdims=True))
+    return X.T @ (sw * (Q - P * fm.sum(Q, axis=1, keepdims=True)))
 
 
 @fm.jit
-def _probabilities(X, Yk, yb, B):
-    """P of the K non-baseline classes and -sum(Y * LT) + sum(log(rowSums(exp(LT))))."""
+def _probabilities(X, Yk, yb, B, sw):
+    """P of the K non-baseline classes and -sum(Y * LT) + sum(log(rowSums(exp(LT)))), each
+    record's terms weighted."""
     XB = X @ B
     top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)  # the baseline's LT is 0
     E = fm.exp(XB - top)
     total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
-    loss = -fm.sum(Yk * (XB - top)) + fm.sum(yb * top) + fm.sum(fm.log(total))
+    loss = -fm.sum(sw * Yk * (XB - top)) + fm.sum(sw * yb * top) + fm.sum(sw * fm.log(total))
     return E / total, loss
 
 
 @fm.jit
-def _gradient(X, P, Yk):
-    return X.T @ (P - Yk)
+def _gradient(X, P, Yk, sw):
+    return X.T @ (sw * (P - Yk))
 
 
 class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -71,9 +80,11 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.fusion = fusion
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        sw = sample_weights(sample_weight, X)
+        sw = sw if np.isscalar(sw) else sw[:, None]
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -86,37 +97,37 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         Y = np.zeros((X.shape[0], len(self.classes_)))
         Y[np.arange(X.shape[0]), codes] = 1.0
         with self._fusion_scope():
-            B = self._newton(X, Y)
+            B = self._newton(X, Y, sw)
         d = self.n_features_in_
         coef = np.vstack([B.T, np.zeros((1, B.shape[0]))])  # the baseline class: zeros
         self.coef_ = coef[:, :d]
         self.intercept_ = coef[:, d] if self.fit_intercept else np.zeros(len(coef))
         return self
 
-    def _newton(self, X, Y):
+    def _newton(self, X, Y, sw):
         n, D = X.shape
         K = Y.shape[1] - 1
         Yk, yb = Y[:, :K], Y[:, K:]
         lam = np.full((D, 1), float(self.reg))
         if self.fit_intercept:
             lam[-1] = 0.0
-        row_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)) if hasattr(X, "multiply")
-                            else np.sum(X * X, axis=1))  # fmt: skip
-        delta = 0.5 * math.sqrt(D) / float(np.max(row_norms))
+        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw)
         B = np.zeros((D, K))
         P = np.full((n, K), 1.0 / (K + 1))
-        obj = n * math.log(K + 1)
-        grad = _gradient(X, P, Yk) + lam * B
+        obj = (n if np.isscalar(sw) else float(np.sum(sw))) * math.log(K + 1)
+        grad = _gradient(X, P, Yk, sw) + lam * B
         norm_grad = norm_grad0 = float(np.sqrt(np.sum(grad**2)))
         max_inner = self.max_inner_iter or D * K
         self._log(f"initial objective {obj:.10g}, gradient norm {norm_grad:.10g}")
         it, converged = 1, norm_grad < self.tol
         while not converged and it <= self.max_iter:
-            S, R, boundary = self._trust_region_step(X, P, lam, grad, norm_grad, delta, max_inner)
+            S, R, boundary = self._trust_region_step(
+                X, P, sw, lam, grad, norm_grad, delta, max_inner
+            )
             gs = float(np.sum(S * grad))
             qk = -0.5 * (gs - float(np.sum(S * R)))
             B_new = B + S
-            P_new, loss = _probabilities(X, Yk, yb, B_new)
+            P_new, loss = _probabilities(X, Yk, yb, B_new, sw)
             obj_new = loss + 0.5 * float(np.sum(lam * B_new**2))
             actred = obj - obj_new
             rho = actred / qk
@@ -135,7 +146,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
                 delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
             if rho > ETA0:
                 B, P, obj = B_new, P_new, obj_new
-                grad = _gradient(X, P, Yk) + lam * B
+                grad = _gradient(X, P, Yk, sw) + lam * B
                 norm_grad = float(np.sqrt(np.sum(grad**2)))
             self._log(f"iter {it}: objective {obj:.10g}, gradient norm {norm_grad:.10g}")
             it += 1
@@ -151,7 +162,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         return B
 
     @staticmethod
-    def _trust_region_step(X, P, lam, grad, norm_grad, delta, max_inner):
+    def _trust_region_step(X, P, sw, lam, grad, norm_grad, delta, max_inner):
         """Steihaug CG on the Newton system within the trust radius: (step, residual, boundary)."""
         S = np.zeros_like(grad)
         R = -grad
@@ -160,7 +171,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         norm_r2 = float(np.sum(R**2))
         inner, done, boundary = 1, math.sqrt(norm_r2) <= PSI * norm_grad, False
         while not done:
-            HV = _hessian_times(X, P, V) + lam * V
+            HV = _hessian_times(X, P, V, sw) + lam * V
             alpha = norm_r2 / float(np.sum(V * HV))
             S_new = S + alpha * V
             if float(np.sum(S_new**2)) <= delta2:

@@ -18,6 +18,7 @@ from fusedml.ir.frontend import (
     abs,
     absolute,
     add,
+    arctan,
     argmax,
     divide,
     equal,
@@ -54,7 +55,8 @@ __version__ = "0.1.0"
 __all__ = [
     "FUSION_MODES", "Expr", "FusedMLError", "FusedOp",
     "KernelFallbackWarning", "Plan",
-    "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "argmax", "config", "divide",
+    "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "config",
+    "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
     "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",
     "minimum", "multiply", "negative", "not_equal", "power", "reset_stats", "sigmoid", "sign",

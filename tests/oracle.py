@@ -22,7 +22,7 @@ from scipy.special import expit
 
 UNARY = {
     "negative": np.negative, "exp": np.exp, "log": np.log, "abs": np.abs,
-    "sqrt": np.sqrt, "sign": np.sign, "sigmoid": expit,
+    "sqrt": np.sqrt, "sign": np.sign, "sigmoid": expit, "arctan": np.arctan,
 }  # fmt: skip
 BINARY = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,

@@ -24,6 +24,7 @@ SCALAR_SOURCE: dict[Op, str] = {
     Op.ABS: "abs({0})",
     Op.SQRT: "np.sqrt({0})",
     Op.SIGN: "np.sign({0})",
+    Op.ARCTAN: "np.arctan({0})",
     Op.SIGMOID: "(1.0 / (1.0 + np.exp(-{0})))",
     Op.ADD: "({0} + {1})",
     Op.SUB: "({0} - {1})",

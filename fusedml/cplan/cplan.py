@@ -43,7 +43,7 @@ CLEANUP: tuple[Rule, ...] = (
 @dataclass(frozen=True, eq=False)
 class CPlan:
     template: TemplateType
-    kind: str  # e.g. "full_agg", "row_agg", "col_agg", "no_agg", "col_agg_t", "left", "right"
+    kind: str  # e.g. "full_agg", "row_agg", "col_agg", "no_agg", "col_agg_t", "multi_agg", "left"
     aggregations: tuple[str | None, ...]  # per output: "sum", "min", "max", "mean" or None
     inputs: tuple[Node, ...]  # materialized inputs, main input first
     params: tuple[Node, ...]  # the placeholder leaf standing for each input in the body
@@ -118,6 +118,8 @@ def _kind(op: Candidate) -> str:
     t = op.type
     if t is TemplateType.MAGG:
         return "full_agg"
+    if t is TemplateType.ROW and len(op.roots) > 1:
+        return "multi_agg"  # a Row multi-aggregate: each root's kind follows from the root
     if t is TemplateType.OUTER:
         if root.op in AGGREGATE:
             return "agg"

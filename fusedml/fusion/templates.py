@@ -22,6 +22,7 @@ from fusedml.ir.node import Node
 from fusedml.ir.ops import ELEMENTWISE, UNARY, Op
 
 SKINNY_MAX_COLS = 64  # SystemDS LibMatrixMult.isSkinnyRightHandSide
+COLUMN_AGGREGATION_CELLS = 1 << 16  # X.T @ Y: per-chunk partials of at most 512 KB
 OUTER_MIN_DIM = 256  # both dims of U @ V.T above this before the Outer template opens
 CELL_AGGREGATES = frozenset({Op.SUM, Op.MIN, Op.MAX, Op.MEAN})
 OUTER_AGGREGATES = frozenset({Op.SUM})
@@ -78,11 +79,13 @@ def skinny_product(n: Node) -> bool:
 
 
 def column_aggregation(n: Node) -> bool:
-    """``X.T @ Y`` with skinny ``Y``: a column aggregation of per-row results (mmchain)."""
+    """``X.T @ Y`` with skinny ``Y`` (mmchain) or skinny ``X`` (KMeans' ``P.T @ X``): a column
+    aggregation of per-row results, with a small output each row chunk accumulates."""
     if n.op is not Op.MATMUL or n.inputs[0].op is not Op.TRANSPOSE:
         return False
     x, y = n.inputs[0].inputs[0], n.inputs[1]
-    return x.meta.rows > 1 and y.meta.cols < SKINNY_MAX_COLS
+    skinny = min(x.meta.cols, y.meta.cols) < SKINNY_MAX_COLS
+    return x.meta.rows > 1 and skinny and x.meta.cols * y.meta.cols <= COLUMN_AGGREGATION_CELLS
 
 
 def row_aggregate(n: Node) -> bool:
@@ -143,7 +146,19 @@ def _row_open(n: Node) -> bool:
     return row_op(n) or skinny_product(n)
 
 
+def tall_transposed(n: Node) -> bool:
+    """``P.T`` of a tall, skinny per-row result ``P``: the left operand of ``P.T @ Y``."""
+    p = n.inputs[0]
+    return n.op is Op.TRANSPOSE and p.meta.rows > 1 and p.meta.cols < SKINNY_MAX_COLS
+
+
 def _row_fuse(n: Node, i: int, child: CloseType) -> bool:
+    if n.inputs[i].op is Op.TRANSPOSE:
+        # a transposed per-row result is only ever consumed as the left operand of P.T @ Y,
+        # whose skeleton reads row i of P and of Y together (KMeans' P.T @ X)
+        return column_aggregation(n) and i == 0
+    if n.op is Op.TRANSPOSE:
+        return tall_transposed(n)
     if n.op in CELL_AGGREGATES:
         return n.inputs[0].meta.rows > 1
     if column_aggregation(n):
@@ -152,7 +167,9 @@ def _row_fuse(n: Node, i: int, child: CloseType) -> bool:
 
 
 def _row_merge(n: Node, j: int) -> bool:
-    if n.op is Op.HSTACK:
+    if n.inputs[j].op is Op.TRANSPOSE:
+        return column_aggregation(n) and j == 0
+    if n.op is Op.HSTACK or column_aggregation(n):  # P.T @ Y: both sides computed per row
         return True
     return row_op(n) and n.inputs[j].meta.rows > 1
 

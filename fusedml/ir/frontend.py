@@ -299,6 +299,7 @@ abs = absolute
 sqrt = _unary(Op.SQRT, "sqrt")
 sign = _unary(Op.SIGN, "sign")
 sigmoid = _unary(Op.SIGMOID, "sigmoid")
+arctan = _unary(Op.ARCTAN, "arctan")
 add = _binary(Op.ADD, "add")
 subtract = _binary(Op.SUB, "subtract")
 multiply = _binary(Op.MUL, "multiply")

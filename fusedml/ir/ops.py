@@ -24,6 +24,7 @@ class Op(enum.Enum):
     SQRT = "sqrt"
     SIGN = "sign"
     SIGMOID = "sigmoid"
+    ARCTAN = "arctan"
     # elementwise binary (numpy broadcasting)
     ADD = "add"
     SUB = "sub"
@@ -61,7 +62,7 @@ class Op(enum.Enum):
 
 
 LEAF = frozenset({Op.DATA, Op.CONST})
-UNARY = frozenset({Op.NEG, Op.EXP, Op.LOG, Op.ABS, Op.SQRT, Op.SIGN, Op.SIGMOID})
+UNARY = frozenset({Op.NEG, Op.EXP, Op.LOG, Op.ABS, Op.SQRT, Op.SIGN, Op.SIGMOID, Op.ARCTAN})
 COMPARISON = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MINIMUM, Op.MAXIMUM} | COMPARISON)
 TERNARY = frozenset({Op.WHERE})
@@ -71,7 +72,7 @@ STRUCTURE = frozenset({Op.TRANSPOSE, Op.COLS, Op.HSTACK})
 COMMUTATIVE = frozenset({Op.ADD, Op.MUL, Op.MINIMUM, Op.MAXIMUM, Op.EQ, Op.NE})
 
 # f(0) == 0: applied to a sparse operand the result keeps its sparsity pattern.
-SPARSE_SAFE_UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIGN})
+SPARSE_SAFE_UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIGN, Op.ARCTAN})
 # A zero of a sparse (CSR) operand annihilates, whatever the other operand holds (also inf or NaN),
 # as in scipy.sparse and SystemDS: for MUL either operand, for DIV the numerator.
 ANNIHILATING_OPERANDS: dict[Op, tuple[int, ...]] = {Op.MUL: (0, 1), Op.DIV: (0,)}
@@ -79,6 +80,7 @@ ANNIHILATING_OPERANDS: dict[Op, tuple[int, ...]] = {Op.MUL: (0, 1), Op.DIV: (0,)
 # Floating-point operations per output cell (SystemDS ComputeCost weights; used by the cost model).
 FLOPS_PER_CELL: dict[Op, float] = {
     Op.NEG: 1, Op.ABS: 1, Op.SIGN: 1, Op.SQRT: 2, Op.EXP: 18, Op.SIGMOID: 21, Op.LOG: 32,
+    Op.ARCTAN: 40,
     Op.ADD: 1, Op.SUB: 1, Op.MUL: 1, Op.MINIMUM: 1, Op.MAXIMUM: 1,
     Op.LT: 1, Op.LE: 1, Op.GT: 1, Op.GE: 1, Op.EQ: 1, Op.NE: 1,
     Op.DIV: 22, Op.POW: 16, Op.WHERE: 2,
@@ -103,6 +105,7 @@ ELEMENTWISE_FN = {
     Op.SQRT: np.sqrt,
     Op.SIGN: np.sign,
     Op.SIGMOID: expit,  # 1 / (1 + exp(-x)) without overflow warnings
+    Op.ARCTAN: np.arctan,
     Op.ADD: np.add,
     Op.SUB: np.subtract,
     Op.MUL: np.multiply,

@@ -46,6 +46,8 @@ ALGEBRAIC: tuple[Rule, ...] = (
     Rule("X + 0 -> X", P(Op.ADD, X, const_value(0.0)), lambda n, x: x),
     Rule("X - 0 -> X", P(Op.SUB, X, const_value(0.0)), lambda n, x: x),
     Rule("X ** 1 -> X", P(Op.POW, X, const_value(1.0)), lambda n, x: x),
+    # pow(x, 0) is 1 for every x, NaN and inf included (IEEE 754, numpy): GLM's mu ** (1 - vpow)
+    Rule("Y * X ** 0 -> Y", P(Op.MUL, Y, P(Op.POW, X, const_value(0.0))), lambda n, y, x: y),
     Rule("-(-X) -> X", P(Op.NEG, P(Op.NEG, X)), lambda n, x: x),
     Rule(
         "agg(t(X)) -> agg(X) for full aggregates",

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from fusedml import _stats
 from fusedml.codegen.cache import get_kernel, record_compile
-from fusedml.codegen.row import row_kernel, whole_matrices
+from fusedml.codegen.row import root_kind, row_kernel, whole_matrices
 from fusedml.codegen.skeletons import Param, _outer_factors, cell_kernel, outer_kernel
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Format
@@ -155,23 +155,28 @@ def _prepare_row(op: FusedOp) -> tuple:
     widths = tuple(n.shape[1] if not n.meta.is_scalar else -1 for n in cplan.body.nodes)
     key = ("row", cplan.key, _signature(params), widths)
     fn, kernel = get_kernel(key, lambda: row_kernel(params, cplan.body, cplan.kind))
-    (root,) = cplan.body.roots
-    agg = root.op.value if root.op in AGGREGATE else None
+    roots = cplan.body.roots
+    kinds = [root_kind(r, cplan.kind) for r in roots]
     m = params[0].node.shape[0]
 
-    def finish(result: Any, inputs: list[Any]) -> list[Any]:
-        if cplan.kind == "full_agg":
+    def one(root: Node, kind: str, result: Any) -> Any:
+        agg = root.op.value if root.op in AGGREGATE else None
+        if kind == "full_agg":
             value = float(result[0])
             if agg == Op.MEAN.value:
                 cells = root.inputs[0].meta.cells
                 value = value / cells if cells else np.nan
-            return [value]
-        if cplan.kind == "col_agg":
+            return value
+        if kind == "col_agg":
             out = result.reshape(1, -1)
             if agg == Op.MEAN.value:
                 with np.errstate(all="ignore"):
                     out = out / m
-            return [out]
-        return [result]
+            return out
+        return result
+
+    def finish(result: Any, inputs: list[Any]) -> list[Any]:
+        results = result if len(roots) > 1 else (result,)
+        return [one(r, k, x) for r, k, x in zip(roots, kinds, results, strict=True)]
 
     return fn, params, _literals(op, kernel.literal_positions), params[0].node.shape, finish

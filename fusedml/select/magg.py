@@ -1,35 +1,50 @@
-"""Multi-aggregates: full aggregates over shared inputs computed in one pass.
+"""Multi-aggregates: aggregates over shared inputs computed in one pass.
 
-Greedy, as SystemDS builds them across partitions: Cell operators whose single root is a full
-aggregate join a group when they are independent of its members, share at least one input with it,
-scan inputs of the same shape, the group stays within ``MAX_AGGREGATES``, and the model says the
-merged operator is cheaper than the separate ones.
+Greedy, as SystemDS builds them across partitions: operators of one kind join a group when they are
+independent of its members, share at least one input with it, scan the same rows, the group stays
+within ``MAX_AGGREGATES``, and the model says the merged operator is cheaper than the separate ones.
+Two kinds: Cell operators whose single root is a full aggregate (a MAgg operator), and Row
+operators ending in a full or column aggregate or ``P.T @ Y`` (one Row operator with several
+outputs, as KMeans' ``P.T @ X`` and ``colSums(P)`` from the same per-row P).
 """
 
 from __future__ import annotations
 
-from fusedml.fusion.templates import CELL_AGGREGATES, TemplateType
-from fusedml.ir.ops import AGGREGATE
+from fusedml.fusion.templates import CELL_AGGREGATES, TemplateType, column_aggregation
 from fusedml.select.candidates import Candidate, Selection
 from fusedml.select.cost import CostModel
 
 MAX_AGGREGATES = 3
 
 
-def _is_full_aggregate(op: Candidate) -> bool:
+def _group_kind(op: Candidate) -> TemplateType | None:
+    """The merged operator's template if ``op`` can join a multi-aggregate, else None."""
+    if len(op.roots) != 1:
+        return None
     (root,) = op.roots
-    return op.type is TemplateType.CELL and root.op in CELL_AGGREGATES and root.attr("axis") is None
+    if op.type is TemplateType.CELL and root.op in CELL_AGGREGATES and root.attr("axis") is None:
+        return TemplateType.MAGG
+    if op.type is TemplateType.ROW and (
+        column_aggregation(root) or (root.op in CELL_AGGREGATES and root.attr("axis") in (None, 0))
+    ):
+        return TemplateType.ROW
+    return None
 
 
-def _scan_shape(op: Candidate) -> tuple[int, ...]:
-    return next(r.inputs[0].shape for r in op.roots if r.op in AGGREGATE)
+def _scan(op: Candidate) -> tuple[int, ...]:
+    """The cells a Cell aggregate scans; the rows a Row aggregate iterates."""
+    (root,) = op.roots
+    if column_aggregation(root):
+        return (root.inputs[1].meta.rows,)
+    shape = root.inputs[0].shape
+    return shape if op.type is TemplateType.CELL else shape[:1]
 
 
-def _merge(ops: list[Candidate]) -> Candidate:
+def _merge(ops: list[Candidate], kind: TemplateType) -> Candidate:
     nodes = frozenset().union(*(op.nodes for op in ops))
     inputs = tuple(dict.fromkeys(i for op in ops for i in op.inputs if i not in nodes))
     roots = tuple(r for op in ops for r in op.roots)
-    return Candidate(TemplateType.MAGG, roots, nodes, inputs, True)
+    return Candidate(kind, roots, nodes, inputs, True)
 
 
 def _independent(a: Candidate, b: Candidate) -> bool:
@@ -38,25 +53,28 @@ def _independent(a: Candidate, b: Candidate) -> bool:
 
 def build_multi_aggregates(sel: Selection, model: CostModel) -> Selection:
     # operators come in DAG order from the planner
-    singles = [op for op in sel.operators if _is_full_aggregate(op)]
-    groups: list[list[Candidate]] = []
-    for op in singles:
-        for group in groups:
+    groups: list[tuple[TemplateType, list[Candidate]]] = []
+    for op in sel.operators:
+        kind = _group_kind(op)
+        if kind is None:
+            continue
+        for group_kind, group in groups:
             if (
-                len(group) < MAX_AGGREGATES
-                and _scan_shape(group[0]) == _scan_shape(op)
+                group_kind is kind
+                and len(group) < MAX_AGGREGATES
+                and _scan(group[0]) == _scan(op)
                 and all(_independent(op, g) for g in group)
                 and any(set(op.inputs) & set(g.inputs) for g in group)
             ):
-                merged = _merge([*group, op])
+                merged = _merge([*group, op], kind)
                 separate = sum(model.operator(g) for g in group) + model.operator(op)
                 if model.operator(merged) < separate:
                     group.append(op)
                     break
         else:
-            groups.append([op])
-    merged_ops = {id(g[0]): _merge(g) for g in groups if len(g) > 1}
-    grouped = {id(op) for g in groups if len(g) > 1 for op in g}
+            groups.append((kind, [op]))
+    merged_ops = {id(g[0]): _merge(g, kind) for kind, g in groups if len(g) > 1}
+    grouped = {id(op) for _, g in groups if len(g) > 1 for op in g}
     operators = [
         merged_ops.get(id(op), op)
         for op in sel.operators

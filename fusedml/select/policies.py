@@ -259,20 +259,26 @@ def search_cut(memo: MemoTable, model: CostModel) -> tuple[frozenset[Edge], _Sea
 def cost_based(memo: MemoTable, model: CostModel) -> SelectionResult:
     cut, search = search_cut(memo, model)
     sel = Planner(search.space, cut).build(memo.dag.roots)
-    result = SelectionResult(sel, model.selection(sel), search.stats, cut)
     # the heuristics' plans seed the search per partition; compare whole plans too, so that the
-    # chosen plan is never worse than either by the model, whatever the partition boundaries
-    for alternative in (fuse_all(memo, model), fuse_no_redundancy(memo, model)):
-        if alternative.cost_s < result.cost_s:
-            result = SelectionResult(
-                alternative.selection, alternative.cost_s, search.stats, alternative.cut
-            )
-    for refine in (build_multi_aggregates, dissolve_unprofitable):
-        refined = refine(result.selection, model)
-        refined_cost = model.selection(refined)
-        if refined_cost < result.cost_s:
-            result = SelectionResult(refined, refined_cost, result.stats, result.cut)
+    # chosen plan is never worse than either by the model, whatever the partition boundaries. Each
+    # is compared after building its multi-aggregates: the search costs operators one by one, and
+    # a plan that recomputes a per-row result in two aggregates (KMeans' P.T @ X and colSums(P))
+    # only wins once those share one pass.
+    result = None
+    for plan, plan_cut in ((sel, cut), *((a.selection, a.cut) for a in _heuristics(memo, model))):
+        merged = build_multi_aggregates(plan, model)
+        cost = model.selection(merged)
+        if result is None or cost < result.cost_s:
+            result = SelectionResult(merged, cost, search.stats, plan_cut)
+    refined = dissolve_unprofitable(result.selection, model)
+    refined_cost = model.selection(refined)
+    if refined_cost < result.cost_s:
+        result = SelectionResult(refined, refined_cost, result.stats, result.cut)
     return result
+
+
+def _heuristics(memo: MemoTable, model: CostModel) -> list[SelectionResult]:
+    return [fuse_all(memo, model), fuse_no_redundancy(memo, model)]
 
 
 POLICIES = {

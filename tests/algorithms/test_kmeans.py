@@ -34,3 +34,25 @@ def test_every_fusion_mode_gives_the_same_labels(fmt):
         model = KMeans(n_clusters=5, n_init=2, random_state=3, fusion=mode).fit(X)
         assert np.array_equal(model.labels_, base.labels_), mode
         np.testing.assert_allclose(model.cluster_centers_, base.cluster_centers_, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_weighted_fit_is_a_weighted_lloyd_fixed_point(fmt):
+    """Weighted KMeans: the centers are the weighted means of their records (numpy oracle),
+    inertia_ is the weighted WCSS, and sklearn's weighted KMeans started there stays there."""
+    X, _, _ = load(runs("kmeans")[0])
+    sw = np.random.default_rng(1).choice([0.0, 0.5, 1.0, 4.0], size=len(X))
+    Xf = X if fmt == "dense" else sp.csr_array(np.where(X > 2, X, 0.0))
+    Xd = Xf if fmt == "dense" else Xf.toarray()
+    model = KMeans(n_clusters=5, n_init=3, tol=1e-12, random_state=2).fit(Xf, sample_weight=sw)
+    C = model.cluster_centers_
+    d = ((Xd[:, None, :] - C[None]) ** 2).sum(axis=2)
+    labels = np.argmin(d, axis=1)
+    means = np.array(
+        [np.average(Xd[labels == j], axis=0, weights=sw[labels == j]) for j in range(5)]
+    )
+    np.testing.assert_allclose(C, means, rtol=1e-9, atol=1e-9)
+    assert model.inertia_ == pytest.approx(float(np.sum(sw * d.min(axis=1))), rel=1e-9)
+    assert model.score(Xf, sample_weight=sw) == pytest.approx(-model.inertia_, rel=1e-9)
+    ref = sklearn.cluster.KMeans(5, init=C, n_init=1, tol=0.0).fit(Xd, sample_weight=sw)
+    np.testing.assert_allclose(ref.cluster_centers_, C, rtol=1e-9, atol=1e-9)

@@ -22,12 +22,14 @@ def test_matches_systemds(run):
     assert max_rel(np.ravel(w), out["w"]) <= 1e-6
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_every_fusion_mode_gives_the_same_model(fmt):
+def test_every_fusion_mode_gives_the_same_model(fmt, weighted):
     X, y, _ = load(runs("l2svm")[0])
     if fmt == "csr":
         X = sp.csr_array(np.where(np.abs(X) > 3, X, 0.0))
-    base = L2SVM(max_iter=15, tol=0.0, fusion="none").fit(X, y)
+    sw = np.random.default_rng(3).choice([0.0, 0.5, 2.0], size=len(y)) if weighted else None
+    base = L2SVM(max_iter=15, tol=0.0, fusion="none").fit(X, y, sample_weight=sw)
     for mode in fm.FUSION_MODES[1:]:
-        model = L2SVM(max_iter=15, tol=0.0, fusion=mode).fit(X, y)
+        model = L2SVM(max_iter=15, tol=0.0, fusion=mode).fit(X, y, sample_weight=sw)
         assert max_rel(model.coef_, base.coef_) <= 1e-6, mode

@@ -3,6 +3,7 @@ bundled data sets (the SystemDS reference data), each run to tight convergence."
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import sklearn.linear_model as lm
 import statsmodels.api as smapi
 from fusedml.algorithms import GLM, L2SVM, MLogReg
@@ -72,3 +73,47 @@ def test_glm_equals_statsmodels(family, link, label, sm_family):
     ours = GLM(family=family, link=link, fit_intercept=True, tol=1e-14, max_iter=500).fit(X, y)
     ref = smapi.GLM(y, np.column_stack([X, np.ones(len(y))]), family=sm_family).fit(tol=1e-14)
     assert max_rel(np.append(ours.coef_, ours.intercept_), ref.params) <= 1e-6
+
+
+def _weights(n):
+    return np.random.default_rng(7).choice([0.0, 0.5, 1.0, 3.0], size=n)
+
+
+def test_weighted_l2svm_equals_weighted_linearsvc():
+    d = _data(DENSE)
+    X, y = d["X"], d["y_l2svm"]
+    sw = _weights(len(y))
+    ours = L2SVM(reg=1.0, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y, sample_weight=sw)
+    ref = LinearSVC(C=0.5, fit_intercept=False, tol=1e-12, max_iter=100_000, dual=False)
+    ref.fit(X, y, sample_weight=sw)
+    assert max_rel(ours.coef_, ref.coef_) <= 1e-4
+
+
+def test_weighted_mlogreg_equals_weighted_logistic_regression():
+    d = _data(DENSE)
+    X, y = d["X"], d["y_mlogreg"]
+    sw = _weights(len(y))
+    ours = MLogReg(reg=0.0, fit_intercept=True, tol=1e-12, max_iter=200, max_inner_iter=0)
+    ours.fit(X, y, sample_weight=sw)
+    ref = lm.LogisticRegression(C=np.inf, solver="newton-cg", tol=1e-12, max_iter=1000)
+    ref.fit(X, y, sample_weight=sw)
+    assert max_rel(ours.predict_proba(X), ref.predict_proba(X)) <= 1e-5
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_weighted_glm_equals_weighted_statsmodels_and_sklearn(fmt):
+    d = _data(DENSE)
+    X, y = d["X"], d["y_poisson"]
+    sw = _weights(len(y))
+    Xf = X if fmt == "dense" else sp.csr_array(np.where(np.abs(X) > 0.5, X, 0.0))
+    Xd = Xf if fmt == "dense" else Xf.toarray()
+    ours = GLM(family="poisson", fit_intercept=True, tol=1e-14, max_iter=500)
+    ours.fit(Xf, y, sample_weight=sw)
+    ref = smapi.GLM(y, np.column_stack([Xd, np.ones(len(y))]), family=smapi.families.Poisson(),
+                    freq_weights=sw).fit(tol=1e-14)  # fmt: skip
+    assert max_rel(np.append(ours.coef_, ours.intercept_), ref.params) <= 1e-6
+    sk = lm.PoissonRegressor(alpha=0.0, solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    sk.fit(Xd, y, sample_weight=sw)
+    assert ours.score(Xf, y, sample_weight=sw) == pytest.approx(
+        sk.score(Xd, y, sample_weight=sw), rel=1e-6
+    )

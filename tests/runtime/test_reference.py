@@ -24,7 +24,7 @@ def dense_of(x):
 @pytest.mark.parametrize(
     ("name", "sparse_safe"),
     [("negative", True), ("abs", True), ("sqrt", True), ("sign", True), ("exp", False),
-     ("log", False), ("sigmoid", False)],
+     ("log", False), ("sigmoid", False), ("arctan", True)],
 )  # fmt: skip
 def test_unary(fmt, name, sparse_safe):
     got = ev(getattr(fm, name)(fm.matrix(INPUTS[fmt])))

@@ -137,3 +137,68 @@ def test_row_template_covers_column_ranges_hstack_and_skinny_products(dense):
     want = (np.hstack([x[:, :10], y]) * 2).sum(axis=1) + ((x @ b) ** 2).sum(axis=1)
     for mode in ("fuse_all", "cost_based"):
         np.testing.assert_allclose(fm.evaluate(expr, fusion=mode), want, rtol=1e-9, atol=1e-10)
+
+
+def _lloyd(X, C):
+    """KMeans' iteration: P.T @ X and colSums(P) from the same per-row assignment P."""
+    D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
+    nearest = fm.min(D, axis=1, keepdims=True)
+    P = nearest >= D
+    P = P / fm.sum(P, axis=1, keepdims=True)
+    return P.T @ X, fm.sum(P, axis=0)
+
+
+def _lloyd_numpy(x, c):
+    d = -2 * np.asarray(x @ c.T) + np.sum(c * c, axis=1)
+    p = (d.min(axis=1, keepdims=True) >= d).astype(float)
+    p /= p.sum(axis=1, keepdims=True)
+    return np.asarray(p.T @ x), p.sum(axis=0)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_kmeans_iteration_is_one_row_multi_aggregate(dense, fmt):
+    """P is never materialized: P.T @ X (P computed per row, transposed) and colSums(P) share one
+    Row operator (the paper's single KMeans operator); fuse_all computes them in two."""
+    x = dense["X"] if fmt == "dense" else sp.random(ROWS, 300, 0.02, "csr", random_state=3)
+    c = np.random.default_rng(4).standard_normal((5, x.shape[1]))
+    X = fm.matrix(x)
+    exprs = _lloyd(X, c)
+    plan = assert_plan(exprs, ["row"])
+    (op,) = plan.operators
+    assert op.cplan.kind == "multi_agg" and len(op.roots) == 2 and op.main_input is X.node
+    assert_plan(exprs, ["row", "row"], fusion="fuse_all")
+    want = _lloyd_numpy(x, c)
+    for mode in ("cost_based", "fuse_all"):
+        got = fm.evaluate(exprs, fusion=mode)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g).ravel(), np.ravel(w), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("case", ["nan_inf", "all_zero", "one_row", "ints", "empty"])
+def test_transposed_per_row_product_matches_reference(fmt, case):
+    """P.T @ Y with P computed per row, single and merged, on edge cases, vs the reference."""
+    rng = np.random.default_rng(5)
+    rows = {"one_row": 1, "empty": 0}.get(case, 500)
+    x = rng.standard_normal((rows, 7))
+    if case == "nan_inf":
+        x[rng.random(x.shape) < 0.05] = np.inf
+        x[rng.random(x.shape) < 0.05] = np.nan
+        x[rng.random(x.shape) < 0.05] = -np.inf
+    if case == "all_zero":
+        x[:] = 0.0
+    if case == "ints":
+        x = rng.integers(-3, 4, size=x.shape)
+    if fmt == "csr":
+        x = sp.csr_array(np.where(rng.random(x.shape) < 0.6, 0, x))
+    c = rng.standard_normal((3, 7))
+    exprs = _lloyd(fm.matrix(x), c)
+    want = fm.evaluate(exprs, fusion="none")
+    for mode in ("cost_based", "fuse_all", "fuse_no_redundancy"):
+        with fm.config(compile_s=0.0):  # fuse even at these sizes
+            plan = fm.explain(exprs, fusion=mode)
+            got = fm.evaluate(exprs, fusion=mode)
+        if rows > 1:
+            assert "row" in templates(plan), str(plan)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-12)
