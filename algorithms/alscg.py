@@ -189,3 +189,15 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         with self._fusion_scope():
             mask, users, items = fm.matrix(X) != 0, fm.matrix(U), fm.matrix(self.item_factors_)
             return fm.evaluate(mask * (users @ items.T))
+
+    def score(self, X, y=None):
+        """Minus the root-mean-square error of the predicted ratings at X's non-zeros (users folded
+        in from their own ratings): how well the item factors explain these users; higher is
+        better, as sklearn's model selection expects."""
+        U = self.transform(X)
+        X = self._ratings(X, reset=False)
+        if X.nnz == 0:
+            raise ValueError("score needs at least one rating")
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        predicted = np.sum(U[rows] * self.item_factors_[X.indices], axis=1)
+        return -float(np.sqrt(np.mean((predicted - X.data) ** 2)))

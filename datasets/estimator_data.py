@@ -31,6 +31,8 @@ def labels(kind: str, eta: np.ndarray, seed: int = 0) -> np.ndarray | None:
     n = len(eta)
     if kind == "binary":
         return np.where(eta + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    if kind == "yes_no":  # the binomial GLM's 0/1 responses
+        return np.where(eta + rng.standard_normal(n) > 0, 1.0, 0.0)
     if kind == "multiclass":
         scores = np.column_stack([eta * s for s in (1.5, -1.0, 0.5)]) + rng.gumbel(size=(n, 3))
         return 1.0 + np.argmax(scores, axis=1)

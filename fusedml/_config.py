@@ -46,6 +46,7 @@ COST_FIELDS = (
     "dispatch_s",
     "compile_s",
     "compile_amortization_calls",
+    "base_exp_log_speedup",
 )
 
 
@@ -62,6 +63,7 @@ class Config:
     dispatch_s: float | None = None
     compile_s: float | None = None
     compile_amortization_calls: float | None = None
+    base_exp_log_speedup: float | None = None
 
     def __post_init__(self) -> None:
         check_fusion_mode(self.fusion)

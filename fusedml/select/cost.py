@@ -107,7 +107,10 @@ class CostModel:
         if _is_view(n):
             return self.c.dispatch_s
         read = sum(node_bytes(i) for i in n.inputs)
-        return self._seconds(node_bytes(n), read, node_flops(n))
+        flops = node_flops(n)
+        if n.op in (Op.EXP, Op.LOG):
+            flops /= max(self.c.base_exp_log_speedup, 1e-9)
+        return self._seconds(node_bytes(n), read, flops)
 
     def compile_seconds(self, op: Candidate) -> float:
         """Every fused operator pays its amortized compile: at selection time its kernel's

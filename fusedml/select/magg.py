@@ -4,8 +4,9 @@ Greedy, as SystemDS builds them across partitions: operators of one kind join a 
 independent of its members, share at least one input with it, scan the same rows, the group stays
 within ``MAX_AGGREGATES``, and the model says the merged operator is cheaper than the separate ones.
 Two kinds: Cell operators whose single root is a full aggregate (a MAgg operator), and Row
-operators ending in a full or column aggregate or ``P.T @ Y`` (one Row operator with several
-outputs, as KMeans' ``P.T @ X`` and ``colSums(P)`` from the same per-row P).
+operators over the same rows (one Row operator with several outputs: KMeans' ``P.T @ X`` and
+``colSums(P)`` from the same per-row P; MLogReg's probabilities, written per row, and its loss
+terms, aggregated, from the same ``X @ B``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fusedml.select.candidates import Candidate, Selection
 from fusedml.select.cost import CostModel
 
 MAX_AGGREGATES = 3
+MAX_ROW_OUTPUTS = 4
 
 
 def _group_kind(op: Candidate) -> TemplateType | None:
@@ -24,27 +26,28 @@ def _group_kind(op: Candidate) -> TemplateType | None:
     (root,) = op.roots
     if op.type is TemplateType.CELL and root.op in CELL_AGGREGATES and root.attr("axis") is None:
         return TemplateType.MAGG
-    if op.type is TemplateType.ROW and (
-        column_aggregation(root) or (root.op in CELL_AGGREGATES and root.attr("axis") in (None, 0))
-    ):
+    if op.type is TemplateType.ROW:
         return TemplateType.ROW
     return None
 
 
 def _scan(op: Candidate) -> tuple[int, ...]:
-    """The cells a Cell aggregate scans; the rows a Row aggregate iterates."""
+    """The cells a Cell aggregate scans; the rows a Row operator iterates."""
     (root,) = op.roots
+    if op.type is TemplateType.CELL:
+        return root.inputs[0].shape
     if column_aggregation(root):
         return (root.inputs[1].meta.rows,)
-    shape = root.inputs[0].shape
-    return shape if op.type is TemplateType.CELL else shape[:1]
+    if root.op in CELL_AGGREGATES and root.attr("axis") in (None, 0):
+        return (root.inputs[0].meta.rows,)
+    return (root.meta.rows,)
 
 
 def _merge(ops: list[Candidate], kind: TemplateType) -> Candidate:
     nodes = frozenset().union(*(op.nodes for op in ops))
     inputs = tuple(dict.fromkeys(i for op in ops for i in op.inputs if i not in nodes))
     roots = tuple(r for op in ops for r in op.roots)
-    return Candidate(kind, roots, nodes, inputs, True)
+    return Candidate(kind, roots, nodes, inputs, any(op.aggregated for op in ops))
 
 
 def _independent(a: Candidate, b: Candidate) -> bool:
@@ -61,7 +64,7 @@ def build_multi_aggregates(sel: Selection, model: CostModel) -> Selection:
         for group_kind, group in groups:
             if (
                 group_kind is kind
-                and len(group) < MAX_AGGREGATES
+                and len(group) < (MAX_ROW_OUTPUTS if kind is TemplateType.ROW else MAX_AGGREGATES)
                 and _scan(group[0]) == _scan(op)
                 and all(_independent(op, g) for g in group)
                 and any(set(op.inputs) & set(g.inputs) for g in group)

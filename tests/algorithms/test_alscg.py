@@ -1,7 +1,9 @@
 """ALSCG against SystemDS's alsCG: replayed from its initial factors the loss curve matches; from
 our own random factors the final loss is within 1 % where it does not depend on the start."""
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 from fusedml.algorithms import ALSCG
 
 import fusedml as fm
@@ -49,3 +51,15 @@ def test_every_fusion_mode_gives_the_same_factors_and_never_a_dense_product():
     fitted_err = ((R != 0) * (base.user_factors_ @ base.item_factors_.T) - R).power(2).sum()
     folded_err = (predictions - R).power(2).sum()
     assert folded.shape == base.user_factors_.shape and folded_err <= fitted_err * (1 + 1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_score_is_minus_the_rmse_of_predict_at_the_ratings():
+    R, _, _ = load(runs("alsCG")[0])
+    model = ALSCG(rank=3, max_iter=5, random_state=0).fit(R)
+    predicted = sp.csr_array(model.predict(R))
+    rows, cols = R.nonzero()
+    residual = np.asarray(predicted[rows, cols]).ravel() - np.asarray(R[rows, cols]).ravel()
+    assert model.score(R) == pytest.approx(-np.sqrt(np.mean(residual**2)), rel=1e-12)
+    with pytest.raises(ValueError, match="at least one rating"):
+        model.score(sp.csr_array(R.shape))

@@ -143,3 +143,16 @@ def test_threading_layer_is_thread_safe():
     assert kernel_cache.numba.config.THREADING_LAYER in ("threadsafe", "omp", "tbb") or (
         os.environ.get("NUMBA_THREADING_LAYER")
     )
+
+
+def test_row_kernel_scatters_a_csr_input_read_through_a_column_range():
+    """Regression (found by the differential corpus): ``X[:, 1:5] @ v`` with a CSR X read the
+    scattered row buffer without allocating it, so the Row kernel failed to compile."""
+    x = sp.random(300, 8, density=0.3, format="csr", random_state=0)
+    v = RNG.standard_normal((4, 2))
+    expr = fm.matrix(x)[:, 1:5] @ v
+    with warnings.catch_warnings(), fm.config(compile_s=0.0):
+        warnings.simplefilter("error", fm.KernelFallbackWarning)
+        assert [op.template for op in fm.explain(expr, fusion="fuse_all").operators] == ["row"]
+        got = fm.evaluate(expr, fusion="fuse_all")
+    np.testing.assert_allclose(got, x.toarray()[:, 1:5] @ v, rtol=1e-12)

@@ -174,10 +174,21 @@ def test_kmeans_iteration_is_one_row_multi_aggregate(dense, fmt):
             np.testing.assert_allclose(np.asarray(g).ravel(), np.ravel(w), rtol=1e-9, atol=1e-9)
 
 
+def _softmax_loss(X, B):
+    """MLogReg's probabilities (a per-row output) and a loss sum from the same X @ B."""
+    XB = X @ B
+    top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)
+    E = fm.exp(XB - top)
+    total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
+    return E / total, fm.sum(fm.log(total)) - fm.sum(XB - top), fm.sum(top, axis=0)
+
+
+@pytest.mark.parametrize("body", [_lloyd, _softmax_loss])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("case", ["nan_inf", "all_zero", "one_row", "ints", "empty"])
-def test_transposed_per_row_product_matches_reference(fmt, case):
-    """P.T @ Y with P computed per row, single and merged, on edge cases, vs the reference."""
+def test_row_multi_outputs_match_reference(body, fmt, case):
+    """Row operators with several outputs (P.T @ Y with P computed per row, column and full sums,
+    per-row outputs), merged or not, on edge cases, vs the reference."""
     rng = np.random.default_rng(5)
     rows = {"one_row": 1, "empty": 0}.get(case, 500)
     x = rng.standard_normal((rows, 7))
@@ -192,7 +203,7 @@ def test_transposed_per_row_product_matches_reference(fmt, case):
     if fmt == "csr":
         x = sp.csr_array(np.where(rng.random(x.shape) < 0.6, 0, x))
     c = rng.standard_normal((3, 7))
-    exprs = _lloyd(fm.matrix(x), c)
+    exprs = body(fm.matrix(x), c if body is _lloyd else c.T)
     want = fm.evaluate(exprs, fusion="none")
     for mode in ("cost_based", "fuse_all", "fuse_no_redundancy"):
         with fm.config(compile_s=0.0):  # fuse even at these sizes
@@ -200,5 +211,35 @@ def test_transposed_per_row_product_matches_reference(fmt, case):
             got = fm.evaluate(exprs, fusion=mode)
         if rows > 1:
             assert "row" in templates(plan), str(plan)
+            if mode == "cost_based":  # merged: one operator with several outputs
+                assert any(len(op.roots) > 1 for op in plan.operators), str(plan)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-12)
+
+
+def test_mlogreg_probabilities_and_loss_are_one_row_operator(dense):
+    """A per-row output (the probabilities) and three loss sums over the same X @ B share one Row
+    operator under cost_based: X is read once, X @ B never materialized."""
+    x = dense["X"]
+    b = np.random.default_rng(6).standard_normal((20, 2)) * 0.3
+    yk = np.zeros((ROWS, 2))
+    yk[::3, 0] = 1.0
+    yb = 1.0 - yk.sum(axis=1, keepdims=True)
+    X, B, Yk, yb_m = fm.matrix(x), fm.matrix(b), fm.matrix(yk), fm.matrix(yb)
+    XB = X @ B
+    top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)
+    E = fm.exp(XB - top)
+    total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
+    loss = -fm.sum(Yk * (XB - top)) + fm.sum(yb_m * top) + fm.sum(fm.log(total))
+    exprs = (E / total, loss)
+    plan = assert_plan(exprs, ["row"])
+    (op,) = plan.operators
+    assert op.cplan.kind == "multi_agg" and len(op.roots) == 4
+    xb = x @ b
+    t = np.maximum(xb.max(axis=1, keepdims=True), 0.0)
+    e = np.exp(xb - t)
+    tot = e.sum(axis=1, keepdims=True) + np.exp(-t)
+    want_loss = -np.sum(yk * (xb - t)) + np.sum(yb * t) + np.sum(np.log(tot))
+    got_p, got_loss = fm.evaluate(exprs)
+    np.testing.assert_allclose(got_p, e / tot, rtol=1e-12)
+    assert got_loss == pytest.approx(want_loss, rel=1e-12)
