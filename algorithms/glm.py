@@ -50,6 +50,12 @@ def _log_lik(X, beta, y, no, sw, spec):
 
 
 @fm.jit(static_argnames=("spec",))
+def _log_lik_at(eta, y, no, sw, spec):
+    total, bad = fam.log_lik(fm, eta, _responses(y, no), *spec, sw=sw)
+    return total, *bad
+
+
+@fm.jit(static_argnames=("spec",))
 def _gradient(X, beta, y, no, sw, spec):
     g_y, _ = fam.dist(fm, X @ beta, _responses(y, no), *spec)
     return X.T @ (sw * g_y)
@@ -166,9 +172,8 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         if sat_eta is None:
             raise ValueError("responses are out of range for this family and link")
         y, no = (Y, None) if family == fam.POWER else (Y[:, 0].copy(), Y[:, 1].copy())
-        ys = _responses(y, no)
-        with np.errstate(all="ignore"):
-            saturated = fam.log_lik_value(*fam.log_lik(np, sat_eta, ys, *spec, sw=sw))
+        total, *bad = _log_lik_at(sat_eta, y, no, sw, spec)
+        saturated = fam.log_lik_value(total, bad)
         beta = self._initial_beta(X, sw, family, link, link_power, max_cg)
         delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw)
 

@@ -11,7 +11,12 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from fusedml.algorithms._base import FusedEstimatorMixin, as_float_matrix, sample_weights
+from fusedml.algorithms._base import (
+    FusedEstimatorMixin,
+    as_float_matrix,
+    sample_weights,
+    weighted_square_sum,
+)
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -86,10 +91,10 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 f"n_clusters={self.n_clusters} needs at least as many samples of positive weight"
             )
         rng = check_random_state(self.random_state)
-        sum_x2 = _weighted_square_sum(X, sw)
         sw_column = sw if np.isscalar(sw) else sw[:, None]
         results = []
         with self._fusion_scope():
+            sum_x2 = weighted_square_sum(X, sw)
             for run in range(self.n_init):
                 C = self._seed(X, sw, rng)
                 results.append(self._lloyd(X, sw_column, C, sum_x2, run))
@@ -182,11 +187,5 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         sw = sample_weights(sample_weight, X)
         with self._fusion_scope():
             _, nearest = _nearest(X, self.cluster_centers_)
-        return -(_weighted_square_sum(X, sw) + float(np.sum(sw * np.ravel(nearest))))
-
-
-def _weighted_square_sum(X, sw) -> float:
-    if np.isscalar(sw):
-        return float(X.multiply(X).sum() if sp.issparse(X) else np.sum(X * X))
-    x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
-    return float(np.sum(sw * x2))
+            x2 = weighted_square_sum(X, sw)
+        return -(x2 + float(np.sum(sw * np.ravel(nearest))))
