@@ -29,6 +29,7 @@ CASES = [  # (rule, expression builder, numpy value, ops left after rewriting)
     ("X + 0 -> X", lambda X: 0 + X + 0, A, []),
     ("X - 0 -> X", lambda X: X - 0, A, []),
     ("X ** 1 -> X", lambda X: X**1, A, []),
+    ("Y * X ** 0 -> Y", lambda X: X * fm.exp(X) ** 0, A, []),
     ("-(-X) -> X", lambda X: fm.negative(fm.negative(X)), A, []),
     ("agg(t(X)) -> agg(X) for full aggregates", lambda X: fm.max(X.T), A.max(), [Op.MAX]),
     ("X[:, 0:ncol] -> X", lambda X: X[:, :], A, []),
@@ -70,6 +71,16 @@ def test_rewrites_never_change_format_shape_or_dtype():
 def test_nan_and_signed_zero_are_not_simplified_away():
     e = fm.matrix(np.array([np.nan, np.inf, -0.0])) * 0.0  # X*0 -> 0 would be wrong
     np.testing.assert_array_equal(fm.evaluate(e, fusion="none"), [np.nan, np.nan, -0.0])
+
+
+def test_pow_zero_is_one_for_nan_and_inf_and_keeps_broadcast_shapes():
+    z = fm.matrix(np.array([[np.nan, np.inf, -np.inf]]))
+    y = fm.matrix(np.array([[1.0, 2.0, 3.0]]))
+    np.testing.assert_array_equal(fm.evaluate(y * z**0, fusion="none"), [[1.0, 2.0, 3.0]])
+    row, full = fm.matrix(np.array([[1.0, 2.0, 3.0]])), fm.matrix(A)
+    e = row * full**0  # (1, 3) * (2, 3): replacing it by the row would change the shape
+    assert Op.POW in ops_after_rewrite(e)
+    np.testing.assert_array_equal(fm.evaluate(e, fusion="none"), np.ones((2, 1)) * [1, 2, 3])
 
 
 def test_cyclic_rule_table_raises():
