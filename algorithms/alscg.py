@@ -182,8 +182,10 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             U[i] = np.linalg.lstsq(A, b, rcond=None)[0]
         return U
 
-    def predict(self, X):
-        """Predicted ratings at X's non-zeros (CSR), for users given by their ratings in X."""
+    def predict_ratings(self, X):
+        """Predicted ratings at X's non-zeros (CSR, X's shape), for users given by their ratings
+        in X. Not ``predict``: sklearn's ``predict`` gives one value per sample (row), and model
+        selection, pipelines and sklearn's checks rely on that."""
         U = self.transform(X)
         X = self._ratings(X, reset=False)
         with self._fusion_scope():

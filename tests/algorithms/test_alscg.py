@@ -44,7 +44,7 @@ def test_every_fusion_mode_gives_the_same_factors_and_never_a_dense_product():
         plan = body.explain(*args, fusion="cost_based")
         assert [op.template for op in plan.operators] == ["outer"], str(plan)
         assert body.explain(*args, fusion="hand").hand_operators, body
-    predictions = base.predict(R)
+    predictions = base.predict_ratings(R)
     assert predictions.nnz == R.nnz
     # folding the training users in again gives factors at least as good as the fitted ones
     folded = base.transform(R)
@@ -57,7 +57,7 @@ def test_every_fusion_mode_gives_the_same_factors_and_never_a_dense_product():
 def test_score_is_minus_the_rmse_of_predict_at_the_ratings():
     R, _, _ = load(runs("alsCG")[0])
     model = ALSCG(rank=3, max_iter=5, random_state=0).fit(R)
-    predicted = sp.csr_array(model.predict(R))
+    predicted = sp.csr_array(model.predict_ratings(R))
     rows, cols = R.nonzero()
     residual = np.asarray(predicted[rows, cols]).ravel() - np.asarray(R[rows, cols]).ravel()
     assert model.score(R) == pytest.approx(-np.sqrt(np.mean(residual**2)), rel=1e-12)

@@ -8,16 +8,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 # seeding draws a random sample of records, so weights are not repetitions (sklearn's KMeans
 # declares the same). LinearSVC and LogisticRegression declare the sample-weight equivalence
 # checks too, but L2SVM and MLogReg pass them: their solvers are deterministic on the weighted sum.
-# ALSCG has no sklearn equivalent; its predict(X) is DESIGN.md's contract (predicted ratings at
-# X's non-zeros, a CSR matrix with X's shape), which the two sparse-input checks read as one label
-# per row and reject.
-_MATRIX_PREDICT = "predict returns a CSR matrix of ratings (X's shape), not one value per row"
 _SEEDING = "sample_weight is not equivalent to removing/repeating samples (random seeding sample)"
 EXPECTED_FAILED: dict[str, dict[str, str]] = {
-    "ALSCG": {
-        "check_estimator_sparse_array": _MATRIX_PREDICT,
-        "check_estimator_sparse_matrix": _MATRIX_PREDICT,
-    },
     "KMeans": {
         "check_sample_weight_equivalence_on_dense_data": _SEEDING,
         "check_sample_weight_equivalence_on_sparse_data": _SEEDING,
