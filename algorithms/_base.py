@@ -61,19 +61,20 @@ def _row_squares(X, sw):
     return fm.max(x2 * (sw > 0)), fm.sum(sw * x2)
 
 
-def _column(sw):
+def weight_column(sw):
+    """Sample weights as an (n, 1) column for the traced bodies (the scalar 1.0 stays)."""
     return sw if np.isscalar(sw) else np.reshape(sw, (-1, 1))
 
 
 def max_row_norm(X, sw) -> float:
     """The largest Euclidean row norm among the records that carry weight (the initial trust
     region of MLogReg and GLM; a record of weight 0 is as absent)."""
-    return float(np.sqrt(_row_squares(X, _column(sw))[0]))
+    return float(np.sqrt(_row_squares(X, weight_column(sw))[0]))
 
 
 def weighted_square_sum(X, sw) -> float:
     """sum_i sw_i ||x_i||^2."""
-    return float(_row_squares(X, _column(sw))[1])
+    return float(_row_squares(X, weight_column(sw))[1])
 
 
 def as_float_matrix(X):

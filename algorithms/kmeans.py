@@ -15,6 +15,7 @@ from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
     sample_weights,
+    weight_column,
     weighted_square_sum,
 )
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -91,7 +92,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 f"n_clusters={self.n_clusters} needs at least as many samples of positive weight"
             )
         rng = check_random_state(self.random_state)
-        sw_column = sw if np.isscalar(sw) else sw[:, None]
+        sw_column = weight_column(sw)
         results = []
         with self._fusion_scope():
             sum_x2 = weighted_square_sum(X, sw)

@@ -20,6 +20,7 @@ from fusedml.algorithms._base import (
     as_float_matrix,
     max_row_norm,
     sample_weights,
+    weight_column,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -84,7 +85,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         sw = sample_weights(sample_weight, X)
-        sw = sw if np.isscalar(sw) else sw[:, None]
+        sw = weight_column(sw)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
