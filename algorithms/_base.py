@@ -80,10 +80,23 @@ def weighted_square_sum(X, sw) -> float:
 def as_float_matrix(X):
     """float64 C-ordered ndarray or canonical CSR (what fusedml computes on)."""
     if sp.issparse(X):
-        X = sp.csr_array(X, dtype=np.float64)
-        X.sum_duplicates()
-        return X
+        return canonical_csr(X)
     return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def canonical_csr(X, drop_zeros: bool = False):
+    """float64 CSR with sorted, unique indices (and without stored zeros if ``drop_zeros``). It
+    shares the caller's arrays only when nothing needs to change: a user's matrix is never
+    modified in place."""
+    X = sp.csr_array(X, dtype=np.float64)
+    stored_zeros = drop_zeros and X.nnz > 0 and not X.data.all()
+    if X.has_canonical_format and not stored_zeros:
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    if drop_zeros:
+        X.eliminate_zeros()
+    return X
 
 
 def append_ones(X):

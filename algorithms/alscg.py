@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from fusedml.algorithms._base import FusedEstimatorMixin
+from fusedml.algorithms._base import FusedEstimatorMixin, canonical_csr
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -84,10 +84,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
 
     def _ratings(self, X, reset):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        X = sp.csr_array(X)
-        X.eliminate_zeros()  # zeros are missing entries
-        X.sort_indices()
-        return X
+        return canonical_csr(X, drop_zeros=True)  # zeros are missing entries
 
     def fit(self, X, y=None, U0=None, V0=None):
         """Factorize the ratings X (zeros missing); ``U0`` (m x rank) and ``V0`` (n x rank)

@@ -2,13 +2,23 @@
 
 Each distinct signature (see ``ir.trace``) is traced once and cached with its plans; calls with new
 values of the same shapes only bind values and execute.
+
+A trace bakes in whatever the function reads besides its arguments: global and closure variables
+(a scalar becomes a literal, an array a constant input). Each call therefore first checks that
+those variables still hold the objects they held at the trace (``Environment``, a few identity
+tests); when one was rebound, every trace is dropped and the function is traced anew, so the
+result is what calling it eagerly with numpy would give. Not tracked: the variables of functions
+it calls, and arrays changed in place (rebind the name, or pass the array as an argument).
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
+import numbers
 import threading
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +36,54 @@ class _Program:
         self.plans: dict[str, Plan] = {}
 
 
+def _global_names(code: types.CodeType) -> set[str]:
+    """Names a function's code (and the lambdas, comprehensions and inner functions in it) may
+    read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+class Environment:
+    """The global and closure variables a function reads, as they are now."""
+
+    __slots__ = ("cells", "globals", "names")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        fn = inspect.unwrap(fn)
+        code = getattr(fn, "__code__", None)
+        self.globals = getattr(fn, "__globals__", {})
+        own = _global_names(code) if code is not None else set()
+        self.names = tuple(sorted(n for n in own if n in self.globals or hasattr(builtins, n)))
+        self.cells = tuple(getattr(fn, "__closure__", None) or ())
+
+    def snapshot(self) -> tuple:
+        missing = _MISSING
+        values = tuple(self.globals.get(n, missing) for n in self.names)
+        return values + tuple(_cell_value(c) for c in self.cells)
+
+
+_MISSING = object()
+
+
+def _cell_value(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return _MISSING
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether a trace made with ``a`` holds for ``b``: the same object, or an equal number or
+    string (``lam = 0.5`` rebound to another 0.5 needs no new trace)."""
+    if a is b:
+        return True
+    plain = (numbers.Number, str, bytes)
+    return isinstance(a, plain) and type(a) is type(b) and bool(a == b)
+
+
 class JitFunction:
     def __init__(
         self, fn: Callable[..., Any], fusion: str | None, static_argnames: Iterable[str]
@@ -39,9 +97,22 @@ class JitFunction:
             raise ValueError(f"static_argnames {sorted(unknown)} are not parameters of {fn!r}")
         self._programs: dict[tuple, _Program] = {}
         self._lock = threading.Lock()
+        self._environment = Environment(fn)
+        self._seen = self._environment.snapshot()
         functools.update_wrapper(self, fn)
 
+    def _check_environment(self) -> None:
+        """Drop every trace if a global or closure variable the function reads was rebound."""
+        now = self._environment.snapshot()
+        if all(_same(a, b) for a, b in zip(self._seen, now, strict=True)):
+            return
+        with self._lock:
+            self._programs.clear()
+            self._seen = now
+        _stats.bump("retraces_for_rebound_variables")
+
     def _prepare(self, args: tuple, kwargs: dict, fusion: str | None):
+        self._check_environment()
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = {

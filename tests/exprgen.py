@@ -1,6 +1,8 @@
 """Hypothesis strategies for random, well-shaped expression trees (see ``oracle.py``) and their
 leaf data: dense and CSR leaves of random shapes and densities, including 1xN, Nx1 and zero-row
-matrices, all-zero data and NaN/inf values."""
+matrices, all-zero data, NaN/inf/-0.0 values, and extremes: 1e+-300 (overflow and underflow in one
+cell's arithmetic), negatives that log, sqrt and fractional powers turn into NaN, and arguments
+that overflow exp."""
 
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ from tests.oracle import AGG, BINARY, UNARY
 
 DIMS = st.sampled_from([0, 1, 1, 2, 3, 3, 4, 5])
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
-CONSTS = [0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, np.inf, np.nan]
+EXTREMES = [1e300, -1e300, 1e-300, -1e-300, 1e200, 800.0, -800.0, -2.0, -0.5, 2.5, -0.0]
+LEAF_KINDS = ("normal", "normal", "ints", "zeros", "special", "extreme")
+CONSTS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 2.5, 1e200, 1e-300, np.inf, np.nan]
 
 
 @st.composite
-def leaf_data(draw, shape, allow_sparse):
+def leaf_data(draw, shape, allow_sparse, kinds=LEAF_KINDS):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     if shape == ():
         return np.array(draw(st.sampled_from([*CONSTS, float(rng.normal())])))
-    kind = draw(st.sampled_from(["normal", "normal", "ints", "zeros", "special"]))
+    kind = draw(st.sampled_from(kinds))
     if kind == "normal":
         values = rng.normal(size=shape) * draw(st.sampled_from([1.0, 1e-3, 1e3]))
     elif kind == "ints":
@@ -30,8 +34,9 @@ def leaf_data(draw, shape, allow_sparse):
         values = np.zeros(shape)
     else:
         values = rng.normal(size=shape)
-        mask = rng.random(shape) < 0.3
-        values[mask] = rng.choice(SPECIALS, size=int(mask.sum()))
+        mask = rng.random(shape) < (0.3 if kind == "special" else 0.7)
+        pool = SPECIALS if kind == "special" else EXTREMES + SPECIALS
+        values[mask] = rng.choice(pool, size=int(mask.sum()))
     if len(shape) == 2 and allow_sparse and draw(st.booleans()):
         density = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
         values[rng.random(shape) >= density] = 0.0
@@ -45,9 +50,10 @@ def leaf_data(draw, shape, allow_sparse):
 class Builder:
     """Draws a tree and its leaves; leaves of equal shape are sometimes shared (CSE)."""
 
-    def __init__(self, draw, allow_sparse: bool):
+    def __init__(self, draw, allow_sparse: bool, kinds=LEAF_KINDS):
         self.draw = draw
         self.allow_sparse = allow_sparse
+        self.kinds = kinds
         self.leaves: list = []
 
     def leaf(self, shape):
@@ -56,14 +62,14 @@ class Builder:
             return ("leaf", self.draw(st.sampled_from(same)))
         if shape == () and self.draw(st.booleans()):
             return ("const", self.draw(st.sampled_from(CONSTS)))
-        self.leaves.append(self.draw(leaf_data(shape, self.allow_sparse)))
+        self.leaves.append(self.draw(leaf_data(shape, self.allow_sparse, self.kinds)))
         return ("leaf", len(self.leaves) - 1)
 
     def tree(self, shape, depth):
         d = self.draw
         if depth == 0:
             return self.leaf(shape)
-        options = ["leaf", "un", "bin", "bin", "bin", "where", "matmul", "agg"]
+        options = ["leaf", "un", "bin", "bin", "bin", "where", "matmul", "agg", "fold"]
         if shape:
             options += ["T", "hstack", "cols", "argmax"]
         kind = d(st.sampled_from(options))
@@ -72,6 +78,8 @@ class Builder:
             return self.leaf(shape)
         if kind == "un":
             return ("un", d(st.sampled_from(sorted(UNARY))), self.tree(shape, sub))
+        if kind == "fold":
+            return d(st.sampled_from(FOLDS))(self.tree(shape, sub))
         if kind in ("bin", "where"):
             n_ops = 2 if kind == "bin" else 3
             shapes = [shape] + [
@@ -142,6 +150,32 @@ class Builder:
         return ("agg", name, axis, keepdims, self.tree(src, sub))
 
 
+def _const(c):
+    return ("const", c)
+
+
+# Identities that hold for reals but not at NaN, inf, overflow or negatives, which a compiler
+# allowed to reassociate (fast-math) folds: a kernel must compute each one as written.
+FOLDS = [
+    lambda x: ("un", "exp", ("un", "log", x)),  # exp(log(x)) -> x
+    lambda x: ("un", "log", ("un", "exp", x)),  # log(exp(x)) -> x
+    lambda x: ("bin", "multiply", ("un", "exp", x), ("un", "exp", ("un", "negative", x))),
+    lambda x: (
+        "bin",
+        "multiply",
+        ("bin", "power", x, _const(2.5)),
+        ("bin", "power", x, _const(0.5)),
+    ),
+    lambda x: ("bin", "multiply", ("bin", "multiply", x, _const(1e200)), _const(1e200)),
+    lambda x: ("bin", "divide", ("bin", "multiply", x, _const(1e200)), _const(1e200)),
+    lambda x: ("bin", "add", ("bin", "add", x, _const(1e200)), _const(-1e200)),
+    lambda x: ("bin", "multiply", ("un", "sqrt", x), ("un", "sqrt", x)),
+    lambda x: ("bin", "subtract", ("bin", "multiply", x, x), ("bin", "multiply", x, x)),
+    lambda x: ("bin", "add", x, _const(0.0)),  # -0.0 + 0.0 is 0.0
+    lambda x: ("bin", "power", ("un", "negative", x), _const(0.5)),  # numpy: sqrt, NaN at -inf
+]
+
+
 def _broadcastable_to(shape):
     if shape == ():
         return [()]
@@ -158,6 +192,23 @@ def expressions(draw, max_depth=6, allow_sparse=True):
     shape = tuple(draw(s) for s in shape)
     depth = draw(st.integers(1, max_depth))
     return builder.tree(shape, depth), builder.leaves
+
+
+@st.composite
+def special_value_expressions(draw):
+    """A fast-math-sensitive identity (``FOLDS``) over special and extreme data, as the cell
+    values of a Cell (elementwise), an aggregate or a Row (``... @ v``) operator."""
+    builder = Builder(draw, allow_sparse=True, kinds=("special", "extreme", "extreme"))
+    shape = (draw(DIMS.filter(bool)), draw(DIMS.filter(bool)))
+    cells = draw(st.sampled_from(FOLDS))(builder.tree(shape, draw(st.integers(0, 2))))
+    root = draw(st.sampled_from(["cells", "sum", "row_sum", "product"]))
+    if root == "sum":
+        return ("agg", "sum", None, False, cells), builder.leaves
+    if root == "row_sum":
+        return ("agg", "sum", 1, True, cells), builder.leaves
+    if root == "product":
+        return ("matmul", cells, builder.leaf((shape[1],))), builder.leaves
+    return cells, builder.leaves
 
 
 def build(tree, fm_leaves):

@@ -98,6 +98,24 @@ def evaluate(tree, leaves) -> V:
     raise ValueError(kind)
 
 
+def _children(tree) -> list:
+    kind = tree[0]
+    if kind in ("leaf", "const"):
+        return []
+    if kind == "hstack":
+        return list(tree[1])
+    return [t for t in tree[1:] if isinstance(t, tuple)]
+
+
+def magnitude(tree, leaves) -> float:
+    """The largest finite |value| of any subexpression: sums over cells may be reassociated, and
+    their rounding error (cancellation included) is bounded by terms * eps * this."""
+    value = np.asarray(evaluate(tree, leaves).value, dtype=np.float64)
+    finite = np.abs(value[np.isfinite(value)])
+    here = float(finite.max()) if finite.size else 0.0
+    return max([here, *(magnitude(t, leaves) for t in _children(tree))])
+
+
 def _binary(name: str, a: V, b: V) -> V:
     fn = BINARY[name]
     out = _f(fn, a.value, b.value)

@@ -101,3 +101,30 @@ def test_jit_rejects_lazy_arguments_and_bad_modes():
         fm.jit(fusion="fastest")(l2svm_step)
     with pytest.raises(ValueError, match="static_argnames"):
         fm.jit(static_argnames=("nope",))(l2svm_step)
+
+
+SCALE = 0.5
+TABLE = np.ones((2, 2))
+
+
+def test_rebound_global_or_closure_variable_retraces(fresh_stats):
+    global SCALE, TABLE
+    scaled = fm.jit(lambda X: fm.sum(X) * SCALE)
+    weighted = fm.jit(lambda X: fm.sum(X * TABLE))
+    X = np.ones((2, 2))
+    try:
+        assert scaled(X) == 2.0 and weighted(X) == 4.0
+        SCALE, TABLE = 2.0, np.full((2, 2), 3.0)  # numpy semantics: the new values count
+        assert scaled(X) == 8.0 and weighted(X) == 12.0
+        SCALE = 2.0 * 1.0  # an equal number: the trace still holds
+        assert scaled(X) == 8.0
+    finally:
+        SCALE, TABLE = 0.5, np.ones((2, 2))
+    offset = 1.0
+    shifted = fm.jit(lambda X: fm.sum(X) + offset)
+    assert shifted(X) == 5.0
+    offset = 5.0  # read through the closure
+    assert shifted(X) == 9.0
+    counters = fresh_stats()
+    assert counters["retraces_for_rebound_variables"] == 3  # one per function
+    assert counters["traces"] == 3 * 2

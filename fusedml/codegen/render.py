@@ -4,8 +4,8 @@ Every body node becomes one assignment to a temporary, a float64 scalar per cell
 Outer bodies; Row bodies add per-row vectors, see ``row.py``). Float literals are not baked in:
 each becomes a kernel argument ``c0, c1, ...``, so a plan compiles once per structure. Semantics
 are the reference interpreter's: numpy's on float64 (NaN/inf propagate; kernels use
-``error_model="numpy"``), and a zero of a CSR operand annihilates in ``*`` and as the numerator
-of ``/``.
+``error_model="numpy"``, and fast-math flags never reach a cell's arithmetic), and a zero of a
+CSR operand annihilates in ``*`` and as the numerator of ``/``.
 """
 
 from __future__ import annotations
@@ -16,24 +16,25 @@ from fusedml.formats import Format
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 
-# elementwise op -> Python source over already-rendered operands {0}, {1}, {2}
+# elementwise op -> Python source over already-rendered operands {0}, {1}, {2}. Arithmetic goes
+# through ``cellops`` (imported as ``f``): compiled without fast-math flags, so a cell's value is
+# numpy's whatever flags the kernel's loops have. Selects need no such care.
 SCALAR_SOURCE: dict[Op, str] = {
-    Op.NEG: "(-{0})",
-    Op.EXP: "np.exp({0})",
-    Op.LOG: "np.log({0})",
-    Op.ABS: "abs({0})",
-    Op.SQRT: "np.sqrt({0})",
-    Op.SIGN: "np.sign({0})",
-    Op.ARCTAN: "np.arctan({0})",
-    Op.SIGMOID: "(1.0 / (1.0 + np.exp(-{0})))",
-    Op.ADD: "({0} + {1})",
-    Op.SUB: "({0} - {1})",
-    Op.MUL: "({0} * {1})",
-    Op.DIV: "({0} / {1})",
-    Op.POW: "({0} ** {1})",
-    # numpy's minimum/maximum propagate NaN from either side
-    Op.MINIMUM: "({0} if {0} != {0} else ({1} if {1} != {1} or {1} < {0} else {0}))",
-    Op.MAXIMUM: "({0} if {0} != {0} else ({1} if {1} != {1} or {1} > {0} else {0}))",
+    Op.NEG: "f.neg({0})",
+    Op.EXP: "f.exp({0})",
+    Op.LOG: "f.log({0})",
+    Op.ABS: "f.fabs({0})",
+    Op.SQRT: "f.sqrt({0})",
+    Op.SIGN: "f.sign({0})",
+    Op.ARCTAN: "f.arctan({0})",
+    Op.SIGMOID: "f.sigmoid({0})",
+    Op.ADD: "f.add({0}, {1})",
+    Op.SUB: "f.sub({0}, {1})",
+    Op.MUL: "f.mul({0}, {1})",
+    Op.DIV: "f.div({0}, {1})",
+    Op.POW: "f.power({0}, {1})",
+    Op.MINIMUM: "f.minimum({0}, {1})",
+    Op.MAXIMUM: "f.maximum({0}, {1})",
     Op.LT: "(1.0 if {0} < {1} else 0.0)",
     Op.LE: "(1.0 if {0} <= {1} else 0.0)",
     Op.GT: "(1.0 if {0} > {1} else 0.0)",
@@ -44,13 +45,23 @@ SCALAR_SOURCE: dict[Op, str] = {
 }
 
 
+def one_value_exponent(node: Node) -> bool:
+    """numpy treats an exponent that is one value for a whole multi-cell power as a scalar (sqrt
+    for 0.5, ...; see ``cellops.scalar_power``); a one-cell power of one cell is a plain ``pow``."""
+    exponent = node.inputs[1].meta
+    return exponent.is_scalar or (exponent.cells == 1 and node.meta.cells > 1)
+
+
 def is_csr(node: Node) -> bool:
     return node.meta.format is Format.CSR
 
 
 def elementwise_source(node: Node, args: list[str]) -> str:
     """Source of one elementwise node over rendered operands, with the CSR annihilation rule."""
-    text = SCALAR_SOURCE[node.op].format(*args)
+    source = SCALAR_SOURCE[node.op]
+    if node.op is Op.POW and one_value_exponent(node):
+        source = "f.scalar_power({0}, {1})"
+    text = source.format(*args)
     if node.op is Op.MUL:
         zeros = [a for a, i in zip(args, node.inputs, strict=True) if is_csr(i)]
     elif node.op is Op.DIV:

@@ -176,7 +176,7 @@ class _RowBody:
             f"    {fold(agg, acc, self._at(x, 'q'))}",
         ]
         if agg == "mean":
-            self.lines.append(f"{acc} = {acc} / {self.width[x]}")
+            self.lines.append(f"{acc} = f.div({acc}, {float(self.width[x])})")
         self.value[node], self.width[node] = acc, None
 
     def _product(self, node: Node, width: int | None) -> None:
@@ -192,7 +192,7 @@ class _RowBody:
         if width is None:
             guards = [f"{self._at(x, 't')} != 0.0"] if x_csr else []  # CSR zeros annihilate
             guards += [f"{b_at} != 0.0"] if b_csr else []
-            term = f"{self._at(x, 't')} * {b_at}"
+            term = f"f.mul({self._at(x, 't')}, {b_at})"
             add = f"acc += {term}" if not guards else f"if {' and '.join(guards)}: acc += {term}"
             self.lines += ["acc = 0.0", f"for t in range({self.size(k)}):", f"    {add}"]
             self._scalar(node, "acc")
@@ -208,7 +208,7 @@ class _RowBody:
             self.lines.append("    if xt != 0.0:")
             indent = "        "
         self.lines.append(f"{indent}for q in range({self.size(width)}):")
-        update = f"{v}[q] += xt * {b_at}"
+        update = f"{v}[q] += f.mul(xt, {b_at})"
         self.lines.append(f"{indent}    {update if not b_csr else f'if {b_at} != 0.0: {update}'}")
 
     def _sparse_product(self, node: Node, x: Node, b: Node, width: int | None) -> None:
@@ -218,7 +218,7 @@ class _RowBody:
         if width is None:
             b_at = bp.at("t", "0")
             guard = "xv != 0.0" + (f" and {b_at} != 0.0" if b.meta.format.value == "csr" else "")
-            self.lines += ["acc = 0.0", *loop, f"    if {guard}: acc += xv * {b_at}"]
+            self.lines += ["acc = 0.0", *loop, f"    if {guard}: acc += f.mul(xv, {b_at})"]
             self._scalar(node, "acc")
             return
         v = self._vector(node, width)
@@ -227,7 +227,7 @@ class _RowBody:
             "    if xv != 0.0:",
             f"        for q in range({self.size(width)}):",
         ]
-        term = f"xv * {bp.at('t', 'q')}"
+        term = f"f.mul(xv, {bp.at('t', 'q')})"
         if b.meta.format.value == "csr":
             self.lines.append(f"            if {bp.at('t', 'q')} != 0.0: {v}[q] += {term}")
         else:
@@ -248,7 +248,7 @@ def _transposed_product_tail(
         tail(4, f"yv = {name}_data[pp]")
         tail(4, "if yv != 0.0:")
         tail(5, f"for t in range({rb.size(nx)}):")
-        tail(6, f"{partial}[c, t, q] += {x_at('t')} * yv")
+        tail(6, f"{partial}[c, t, q] += f.mul({x_at('t')}, yv)")
         return
     if sparse_x is not None:  # a CSR X: only its row's non-zeros (zeros annihilate)
         for line in sparse_x:
@@ -261,11 +261,11 @@ def _transposed_product_tail(
         tail(5, "continue")
     y_csr = y.meta.format.value == "csr"
     if width is None:
-        update = f"{partial}[c, t] += xv * {y_at('0')}"
+        update = f"{partial}[c, t] += f.mul(xv, {y_at('0')})"
         tail(4, update if not y_csr else f"if {y_at('0')} != 0.0: {update}")
     else:
         tail(4, f"for q in range({width}):")
-        update = f"{partial}[c, t, q] += xv * {y_at('q')}"
+        update = f"{partial}[c, t, q] += f.mul(xv, {y_at('q')})"
         if y_csr:
             tail(5, f"if {y_at('q')} != 0.0:")
             tail(6, update)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fusedml.codegen.cellops import SOURCE_DIGEST
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.formats import Format
 from fusedml.fusion.templates import outer_product
@@ -20,12 +21,17 @@ from fusedml.ir.ops import AGGREGATE, Op
 CHUNKS = 64  # row chunks per kernel call: enough for load balance, few partials to combine
 OUTER_BLOCK = 256  # columns per block when an Outer operator's driver is dense
 
-PRELUDE = """\
+# ``reassoc`` lets LLVM reorder and vectorize the accumulations across cells that the skeletons
+# write; every cell's own arithmetic goes through ``cellops`` (``f.``), where no flag reaches.
+# No ``contract`` either: a fused multiply-add would round a cell's value differently.
+PRELUDE = f"""\
 import numba
 import numpy as np
 from numba import prange
 
-_JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+import fusedml.codegen.cellops as f  # cellops {SOURCE_DIGEST}
+
+_JIT = dict(parallel=True, error_model="numpy", fastmath={{"reassoc"}}, cache=True)
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -307,7 +313,7 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
         u, v, transposed = _outer_factors(n)
         v_at = param[v].at("j", "r") if transposed else param[v].at("r", "j")
         dots += [f"uv{k} = 0.0", f"for r in range({param[u].ncols()}):",
-                 f"    uv{k} += {param[u].at('i', 'r')} * {v_at}"]  # fmt: skip
+                 f"    uv{k} += f.mul({param[u].at('i', 'r')}, {v_at})"]  # fmt: skip
         access[n] = f"uv{k}"
         if transposed:
             access[n.inputs[1]] = "None"  # the transpose is read in place, never computed
@@ -354,10 +360,10 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
         loop(4, f"out[p] = {result}" if sparse else f"out[i, j] = {result}")
     elif kind == "right":
         loop(4, f"for r in range({rmat.ncols()}):")
-        loop(5, f"out[i, r] += {result} * {rmat.at('j', 'r')}")
+        loop(5, f"out[i, r] += f.mul({result}, {rmat.at('j', 'r')})")
     else:
         loop(4, f"for r in range({lmat.ncols()}):")
-        loop(5, f"partial[c, j, r] += {result} * {lmat.at('i', 'r')}")
+        loop(5, f"partial[c, j, r] += f.mul({result}, {lmat.at('i', 'r')})")
     if sparse:
         src.extend(loop.lines)
     else:  # column blocks: the block's rows of V stay in cache while the chunk's rows pass

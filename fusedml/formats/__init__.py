@@ -41,6 +41,14 @@ def to_csr(value: object, what: str = "fm.matrix") -> sp.csr_array:
 
 def to_dense(value: object, what: str = "fm.matrix") -> np.ndarray:
     """Array-like -> float64 numpy array of ndim 0, 1 or 2 (3-D and higher are refused)."""
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        # np.asarray would drop the mask and compute with the hidden values
+        raise TypeError(
+            f"{what}: masked arrays are not supported (fusedml has no masked values); pass "
+            "a.filled(value) for the value masked entries stand for, or drop them first"
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # as numpy: a Python int beyond int64 meets float64 data as a float
     arr = np.asarray(value)
     _check_numeric(arr.dtype, what)
     if arr.ndim > 2:

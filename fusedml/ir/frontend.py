@@ -148,9 +148,17 @@ class Expr:
     # numpy ufuncs applied to an Expr stay lazy (np.exp(X), ndarray * X, ndarray @ X)
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         fn = _UFUNCS.get(ufunc)
-        if method != "__call__" or kwargs or fn is None:
-            return NotImplemented
-        return fn(*inputs)
+        if method == "__call__" and not kwargs and fn is not None:
+            return fn(*inputs)
+        call = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        if kwargs:
+            call += f"(..., {', '.join(sorted(kwargs))}=...)"
+        raise TypeError(
+            f"np.{call} cannot be applied to a lazy fusedml expression; numpy ufuncs with a "
+            f"fusedml counterpart ({', '.join(sorted(u.__name__ for u in _UFUNCS))}) stay lazy "
+            "when called without keyword arguments; otherwise use the fm function (fm.sum, "
+            "fm.where, ...) or compute the array first with fm.evaluate(expr)"
+        )
 
     # numpy-style reduction methods (np.sum(expr) calls these)
     def sum(self, axis=None, keepdims=False, **kwargs):
@@ -471,5 +479,5 @@ _UFUNCS = {
     np.power: power, np.negative: negative, np.exp: exp, np.log: log, np.absolute: absolute,
     np.sqrt: sqrt, np.sign: sign, np.minimum: minimum, np.maximum: maximum, np.less: less,
     np.less_equal: less_equal, np.greater: greater, np.greater_equal: greater_equal,
-    np.equal: equal, np.not_equal: not_equal, np.matmul: matmul,
+    np.equal: equal, np.not_equal: not_equal, np.matmul: matmul, np.arctan: arctan,
 }  # fmt: skip

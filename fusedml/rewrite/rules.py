@@ -7,6 +7,7 @@ format or dtype differs from the node it replaces.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +36,16 @@ def _all_const(node: Node) -> bool:
     return all(i.op is Op.CONST for i in node.inputs)
 
 
+def _zero(negative: bool) -> P:
+    """The literal 0.0 of one sign: ``x + 0.0`` turns -0.0 into 0.0, ``x + -0.0`` keeps every x."""
+
+    def signed_zero(node: Node) -> bool:
+        value = node.attr("value")
+        return value == 0.0 and (math.copysign(1.0, value) < 0) == negative
+
+    return P(Op.CONST, guard=signed_zero)
+
+
 def _fold(node: Node) -> Node:
     return const(float(apply_elementwise(node.op, *(i.attr("value") for i in node.inputs))))
 
@@ -43,8 +54,8 @@ ALGEBRAIC: tuple[Rule, ...] = (
     Rule("t(t(X)) -> X", P(Op.TRANSPOSE, P(Op.TRANSPOSE, X)), lambda n, x: x),
     Rule("X * 1 -> X", P(Op.MUL, X, const_value(1.0)), lambda n, x: x),
     Rule("X / 1 -> X", P(Op.DIV, X, const_value(1.0)), lambda n, x: x),
-    Rule("X + 0 -> X", P(Op.ADD, X, const_value(0.0)), lambda n, x: x),
-    Rule("X - 0 -> X", P(Op.SUB, X, const_value(0.0)), lambda n, x: x),
+    Rule("X + -0.0 -> X", P(Op.ADD, X, _zero(negative=True)), lambda n, x: x),
+    Rule("X - 0.0 -> X", P(Op.SUB, X, _zero(negative=False)), lambda n, x: x),
     Rule("X ** 1 -> X", P(Op.POW, X, const_value(1.0)), lambda n, x: x),
     # pow(x, 0) is 1 for every x, NaN and inf included (IEEE 754, numpy): GLM's mu ** (1 - vpow)
     Rule("Y * X ** 0 -> Y", P(Op.MUL, Y, P(Op.POW, X, const_value(0.0))), lambda n, y, x: y),

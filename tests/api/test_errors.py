@@ -91,3 +91,32 @@ def test_lazy_expressions_refuse_implicit_evaluation():
         np.asarray(X)
     with pytest.raises(TypeError, match=r"fm\.evaluate"):
         float(fm.sum(X))
+
+
+def test_masked_arrays_are_refused_not_unmasked():
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    with pytest.raises(TypeError, match=r"masked arrays.*filled"):
+        fm.sum(masked)
+    with pytest.raises(TypeError, match="masked arrays"):
+        fm.jit(lambda x: fm.sum(x))(masked)
+    unmasked = np.ma.array([1.0, 2.0, 3.0])  # nothing hidden: the values are the data
+    assert fm.evaluate(fm.sum(unmasked)) == np.sum(unmasked)
+
+
+def test_python_ints_beyond_int64_become_floats_as_in_numpy():
+    a = np.array([1.0, -2.0])
+    np.testing.assert_array_equal(fm.evaluate(fm.matrix(a) * 2**70), a * 2**70)
+    assert fm.jit(lambda x, s: fm.sum(x) * s)(a, 2**70) == np.sum(a) * 2**70
+    with pytest.raises(OverflowError):  # numpy: "int too large to convert to float"
+        fm.matrix(a) * 10**400
+
+
+def test_numpy_ufuncs_without_counterpart_say_what_to_use():
+    X = fm.matrix(np.ones((2, 2)))
+    assert isinstance(np.arctan(X), fm.Expr)  # those with a counterpart stay lazy
+    with pytest.raises(TypeError, match=r"np\.tanh cannot be applied.*fm\.evaluate"):
+        np.tanh(X)
+    with pytest.raises(TypeError, match=r"np\.add\.reduce cannot"):
+        np.add.reduce(X)
+    with pytest.raises(TypeError, match=r"np\.exp\(\.\.\., where=\.\.\.\)"):
+        np.exp(X, where=True)

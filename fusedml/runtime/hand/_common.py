@@ -2,9 +2,11 @@
 
 Conventions (the same as the generated skeletons, so the comparison is fair): ``prange`` over a
 fixed number of row chunks with partials combined in chunk order (results do not depend on the
-thread count), ``error_model="numpy"`` and fastmath reassociation/contraction only, so NaN and inf
-propagate as numpy's. A CSR operand's zero (stored or implicit) annihilates in products and as a
-numerator, exactly as in the reference interpreter.
+thread count), ``error_model="numpy"``, and fastmath reassociation only for the accumulations
+across cells: each cell's arithmetic goes through ``fusedml.codegen.cellops`` (``f.``), which no
+fast-math flag reaches, so NaN, inf and signed zeros come out as numpy's. A CSR operand's zero
+(stored or implicit) annihilates in products and as a numerator, exactly as in the reference
+interpreter.
 
 An *operand* is a matrix the kernel reads at arbitrary ``(i, j)``: the tuple
 ``(dense, data, indices, indptr, is_csr)``, unused parts empty, so one compiled kernel serves
@@ -17,11 +19,12 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+import fusedml.codegen.cellops as f
 from fusedml.codegen import cache as _cache  # noqa: F401  (sets the threadsafe numba layer)
 
 CHUNKS = 64
 PARTIAL_CELLS = 1 << 22  # at most 32 MB of per-chunk partials for column/matrix aggregates
-JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc"}, cache=True)
 INLINE = dict(inline="always", error_model="numpy")
 
 _EMPTY2 = np.zeros((0, 0))
@@ -87,14 +90,8 @@ def annihilates(o, value):
 def dot(U, V, i, j):
     s = 0.0
     for r in range(U.shape[1]):
-        s += U[i, r] * V[j, r]
+        s += f.mul(U[i, r], V[j, r])
     return s
-
-
-@numba.njit(**INLINE)
-def sigmoid(x):
-    # scipy's expit formula (the reference's): below about -709 it is 0, not a subnormal
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 # unary functions of ``wumm`` by code (UNARY_CODES)
@@ -113,21 +110,17 @@ UNARY_CODES = {
 @numba.njit(**INLINE)
 def unary(code, x):
     if code == 0:
-        return np.exp(x)
+        return f.exp(x)
     if code == 1:
-        return np.log(x)
+        return f.log(x)
     if code == 2:
-        return np.abs(x)
+        return f.fabs(x)
     if code == 3:
-        return np.sqrt(x)
+        return f.sqrt(x)
     if code == 4:
-        if x > 0.0:
-            return 1.0
-        if x < 0.0:
-            return -1.0
-        return x  # 0 stays 0, NaN stays NaN (numpy's sign)
+        return f.sign(x)
     if code == 5:
-        return -x
+        return f.neg(x)
     if code == 6:
-        return sigmoid(x)
-    return x * x
+        return f.sigmoid(x)
+    return f.mul(x, x)

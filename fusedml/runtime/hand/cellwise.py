@@ -15,10 +15,10 @@ from fusedml.runtime.hand._common import (
     annihilates,
     bounds,
     dense,
+    f,
     get,
     operand,
     partial_chunks,
-    sigmoid,
 )
 
 
@@ -34,7 +34,7 @@ def _flat_sum_product(x, y, z):
         xs, ys, zs = x[lo:hi], y[lo:hi], z[lo:hi]
         s = 0.0
         for p in range(xs.size):
-            s += xs[p] * ys[p] * zs[p]
+            s += f.mul(f.mul(xs[p], ys[p]), zs[p])
         parts[c] = s
     return parts.sum()
 
@@ -46,7 +46,7 @@ def _flat_axpy(x, y, s, sign):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, ys, os = x[lo:hi], y[lo:hi], out[lo:hi]
         for p in range(xs.size):
-            os[p] = xs[p] + sign * (s * ys[p])
+            os[p] = f.add(xs[p], f.mul(sign, f.mul(s, ys[p])))
     return out
 
 
@@ -57,7 +57,7 @@ def _flat_one_minus(x, y):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, ys, os = x[lo:hi], y[lo:hi], out[lo:hi]
         for p in range(xs.size):
-            os[p] = 1.0 - xs[p] * ys[p]
+            os[p] = f.sub(1.0, f.mul(xs[p], ys[p]))
     return out
 
 
@@ -68,7 +68,7 @@ def _flat_sigmoid(x):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, os = x[lo:hi], out[lo:hi]
         for p in range(xs.size):
-            os[p] = sigmoid(xs[p])
+            os[p] = f.sigmoid(xs[p])
     return out
 
 
@@ -87,12 +87,12 @@ def _tak_dense(X, Y, Z, chunks, by_column):
         if by_column:
             for i in range(lo, hi):
                 for j in range(n):
-                    acc[j] += X[i, j] * Y[i, j] * Z[i, j]
+                    acc[j] += f.mul(f.mul(X[i, j], Y[i, j]), Z[i, j])
         else:
             s = 0.0
             for i in range(lo, hi):
                 for j in range(n):
-                    s += X[i, j] * Y[i, j] * Z[i, j]
+                    s += f.mul(f.mul(X[i, j], Y[i, j]), Z[i, j])
             acc[0] = s
     out = np.zeros(parts.shape[1])
     for c in range(chunks):
@@ -125,14 +125,14 @@ def _tak_sparse(data, indices, indptr, driver, m, n, X, Y, Z, chunks, by_column)
                 y = _read(Y, 1, driver, d, i, j)
                 if annihilates(X, x) or annihilates(Y, y):
                     continue
-                t = x * y
+                t = f.mul(x, y)
                 z = _read(Z, 2, driver, d, i, j)
                 if (xy_csr and t == 0.0) or annihilates(Z, z):
                     continue
                 if by_column:
-                    acc[j] += t * z
+                    acc[j] += f.mul(t, z)
                 else:
-                    s += t * z
+                    s += f.mul(t, z)
         if not by_column:
             acc[0] = s
     out = np.zeros(parts.shape[1])
@@ -173,7 +173,7 @@ def _sumsq_dense(X, axis, chunks):
         for i in range(lo, hi):
             r = 0.0
             for j in range(n):
-                v = X[i, j] * X[i, j]
+                v = f.mul(X[i, j], X[i, j])
                 if axis == 0:
                     acc[j] += v
                 else:
@@ -200,7 +200,7 @@ def _sumsq_sparse(data, indices, indptr, m, n, axis, chunks):
         for i in range(lo, hi):
             r = 0.0
             for p in range(indptr[i], indptr[i + 1]):
-                v = data[p] * data[p]
+                v = f.mul(data[p], data[p])
                 if axis == 0:
                     acc[indices[p]] += v
                 else:
@@ -243,13 +243,13 @@ def _axpy(X, Y, s, sign, ydata, yindices, yindptr, xdata, xindices, xindptr, mod
                 for p in range(yindptr[i], yindptr[i + 1]):
                     if ydata[p] != 0.0:
                         j = yindices[p]
-                        out[i, j] = X[i, j] + sign * (s * ydata[p])
+                        out[i, j] = f.add(X[i, j], f.mul(sign, f.mul(s, ydata[p])))
             else:
                 for j in range(n):
-                    out[i, j] = 0.0 + sign * (s * Y[i, j])
+                    out[i, j] = f.add(0.0, f.mul(sign, f.mul(s, Y[i, j])))
                 for p in range(xindptr[i], xindptr[i + 1]):
                     j = xindices[p]
-                    out[i, j] = xdata[p] + sign * (s * Y[i, j])
+                    out[i, j] = f.add(xdata[p], f.mul(sign, f.mul(s, Y[i, j])))
     return out
 
 
@@ -278,7 +278,7 @@ def _one_minus_sparse(data, indices, indptr, m, n, other):
                 j = indices[p]
                 o = get(other, i, j)
                 if not annihilates(other, o):
-                    out[i, j] = 1.0 - d * o
+                    out[i, j] = f.sub(1.0, f.mul(d, o))
     return out
 
 
@@ -298,7 +298,7 @@ def _sprop_values(v):
         vs, os = v[lo:hi], out[lo:hi]
         for p in range(vs.size):
             x = vs[p]
-            os[p] = 0.0 if x == 0.0 else x * (1.0 - x)
+            os[p] = 0.0 if x == 0.0 else f.mul(x, f.sub(1.0, x))
     return out
 
 
@@ -316,7 +316,7 @@ def _sigmoid_csr(data, indices, indptr, m, n):
         for i in range(lo, hi):
             out[i, :] = 0.5
             for p in range(indptr[i], indptr[i + 1]):
-                out[i, indices[p]] = sigmoid(data[p])
+                out[i, indices[p]] = f.sigmoid(data[p])
     return out
 
 

@@ -16,10 +16,10 @@ from fusedml.runtime.hand._common import (
     bounds,
     dense,
     dot,
+    f,
     get,
     operand,
     partial_chunks,
-    sigmoid,
     unary,
 )
 
@@ -50,14 +50,14 @@ def _wsloss_sparse(data, indices, indptr, m, X, U, V, mode):
                         x = X[1][q] if q < q_end and X[2][q] == j else 0.0
                     else:
                         x = X[0][i, j]
-                    r = x - uv
-                    s += d * (r * r)
+                    r = f.sub(x, uv)
+                    s += f.mul(d, f.mul(r, r))
                 elif mode == 1:
-                    r = d - uv
-                    s += r * r
+                    r = f.sub(d, uv)
+                    s += f.mul(r, r)
                 else:
-                    r = d - uv
-                    s += r * r - uv * uv
+                    r = f.sub(d, uv)
+                    s += f.sub(f.mul(r, r), f.mul(uv, uv))
         parts[c] = s
     return parts.sum()
 
@@ -73,13 +73,13 @@ def _wsloss_dense(W, X, U, V, mode):
         for i in range(lo, hi):
             for j in range(n):
                 x = get(X, i, j)
-                r = x - dot(U, V, i, j)
+                r = f.sub(x, dot(U, V, i, j))
                 if mode == 0:
-                    s += W[i, j] * (r * r)
+                    s += f.mul(W[i, j], f.mul(r, r))
                 elif mode == 1:
-                    s += (1.0 if x != 0.0 else 0.0) * (r * r)
+                    s += f.mul(1.0 if x != 0.0 else 0.0, f.mul(r, r))
                 else:
-                    s += r * r
+                    s += f.mul(r, r)
         parts[c] = s
     return parts.sum()
 
@@ -119,13 +119,13 @@ def _wsigmoid(W, data, indices, indptr, is_csr, U, V, minus, log):
                         out[p] = 0.0
                         continue
                     uv = dot(U, V, i, indices[p])
-                    f = sigmoid(-uv if minus else uv)
-                    out[p] = w * (np.log(f) if log else f)
+                    g = f.sigmoid(f.neg(uv) if minus else uv)
+                    out[p] = f.mul(w, f.log(g) if log else g)
             else:
                 for j in range(n):
                     uv = dot(U, V, i, j)
-                    f = sigmoid(-uv if minus else uv)
-                    out[i * n + j] = W[i, j] * (np.log(f) if log else f)
+                    g = f.sigmoid(f.neg(uv) if minus else uv)
+                    out[i * n + j] = f.mul(W[i, j], f.log(g) if log else g)
     return out
 
 
@@ -162,17 +162,17 @@ def _wdivmm(W, data, indices, indptr, is_csr, U, V, div, left, chunks, minus, X)
                     j = p
                 uv = dot(U, V, i, j)
                 if minus:
-                    t = w * (uv - get(X, i, j))
+                    t = f.mul(w, f.sub(uv, get(X, i, j)))
                 else:
-                    t = w / uv if div else w * uv
+                    t = f.div(w, uv) if div else f.mul(w, uv)
                 if is_csr and t == 0.0:
                     continue  # a zero of the sparse intermediate annihilates in the product
                 if left:
                     for r in range(k):
-                        parts[c, j, r] += t * U[i, r]
+                        parts[c, j, r] += f.mul(t, U[i, r])
                 else:
                     for r in range(k):
-                        right[i, r] += t * V[j, r]
+                        right[i, r] += f.mul(t, V[j, r])
     if not left:
         return right
     out = np.zeros((n, k))
@@ -206,10 +206,10 @@ def _wcemm(X, data, indices, indptr, is_csr, U, V, eps):
                 for p in range(indptr[i], indptr[i + 1]):
                     x = data[p]
                     if x != 0.0:
-                        s += x * np.log(dot(U, V, i, indices[p]) + eps)
+                        s += f.mul(x, f.log(f.add(dot(U, V, i, indices[p]), eps)))
             else:
                 for j in range(n):
-                    s += X[i, j] * np.log(dot(U, V, i, j) + eps)
+                    s += f.mul(X[i, j], f.log(f.add(dot(U, V, i, j), eps)))
         parts[c] = s
     return parts.sum()
 
@@ -234,12 +234,12 @@ def _wumm(X, data, indices, indptr, is_csr, U, V, code, div):
                     if x == 0.0:
                         out[p] = 0.0
                         continue
-                    f = unary(code, dot(U, V, i, indices[p]))
-                    out[p] = x / f if div else x * f
+                    g = unary(code, dot(U, V, i, indices[p]))
+                    out[p] = f.div(x, g) if div else f.mul(x, g)
             else:
                 for j in range(n):
-                    f = unary(code, dot(U, V, i, j))
-                    out[i * n + j] = X[i, j] / f if div else X[i, j] * f
+                    g = unary(code, dot(U, V, i, j))
+                    out[i * n + j] = f.div(X[i, j], g) if div else f.mul(X[i, j], g)
     return out
 
 

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from numba import prange
 from scipy.linalg import blas
 
-from fusedml.runtime.hand._common import JIT, bounds, column, dense, partial_chunks
+from fusedml.runtime.hand._common import JIT, bounds, column, dense, f, partial_chunks
 
 MMCHAIN = {"XtXv": 0, "XtwXv": 1, "XtXv-y": 2}
 
@@ -26,13 +26,13 @@ def _mmchain_dense(X, v, w, y, variant, chunks):
         for i in range(lo, hi):
             q = 0.0
             for j in range(n):
-                q += X[i, j] * v[j]
+                q += f.mul(X[i, j], v[j])
             if variant == 1:
-                q = w[i] * q
+                q = f.mul(w[i], q)
             elif variant == 2:
-                q = q - y[i]
+                q = f.sub(q, y[i])
             for j in range(n):
-                acc[j] += X[i, j] * q
+                acc[j] += f.mul(X[i, j], q)
     out = np.zeros(n)
     for c in range(chunks):
         out += parts[c]
@@ -49,14 +49,14 @@ def _mmchain_sparse(data, indices, indptr, m, n, v, w, y, variant, chunks):
             q = 0.0
             for p in range(indptr[i], indptr[i + 1]):
                 if data[p] != 0.0:  # CSR zeros annihilate (also against inf in v)
-                    q += data[p] * v[indices[p]]
+                    q += f.mul(data[p], v[indices[p]])
             if variant == 1:
-                q = w[i] * q
+                q = f.mul(w[i], q)
             elif variant == 2:
-                q = q - y[i]
+                q = f.sub(q, y[i])
             for p in range(indptr[i], indptr[i + 1]):
                 if data[p] != 0.0:
-                    acc[indices[p]] += data[p] * q
+                    acc[indices[p]] += f.mul(data[p], q)
     out = np.zeros(n)
     for c in range(chunks):
         out += parts[c]
@@ -92,7 +92,7 @@ def _tsmm_sparse(data, indices, indptr, m, n, chunks):
                 ja = indices[p]
                 for q in range(p, end):  # sorted indices: the upper triangle only
                     if data[q] != 0.0:
-                        acc[ja, indices[q]] += a * data[q]
+                        acc[ja, indices[q]] += f.mul(a, data[q])
     out = np.zeros((n, n))
     for c in range(chunks):
         out += parts[c]
