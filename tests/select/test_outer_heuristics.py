@@ -31,6 +31,15 @@ PATTERNS = {
     "pre_weighted_loss": lambda f: fm.sum((f.X - f.W * (f.U @ f.V.T)) ** 2),
     "log": lambda f: f.W * fm.log(f.U @ f.V.T + 1e-3),
     "log_row_sums": lambda f: fm.sum(f.W * fm.log(f.U @ f.V.T + 1e-3), axis=1),
+    # U @ V.T - X shared by the loss and the gradient (ALS-CG's step written as one body)
+    "loss_and_gradient": lambda f: (
+        fm.sum(f.W * (f.U @ f.V.T - f.X) ** 2),
+        (f.W * (f.U @ f.V.T - f.X)) @ f.V,
+    ),
+    "shared_log": lambda f: (
+        fm.sum(f.W * fm.log(f.U @ f.V.T + 1e-3)),
+        fm.max(f.X * fm.log(f.U @ f.V.T + 1e-3), axis=1),
+    ),
 }
 
 
@@ -111,3 +120,13 @@ def test_values_match_the_reference(small, name):
         assert any(op.template == "outer" for op in fm.explain(expr, fusion=mode).operators)
         for got, want in zip(_values(fm.evaluate(expr, fusion=mode)), expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=mode)
+
+
+def test_no_redundancy_still_materializes_a_product_shared_over_dense_drivers():
+    # over a dense driver an Outer operator visits every cell: sharing the product is FNR's call
+    rng = np.random.default_rng(2)
+    f = SimpleNamespace(**{k: fm.matrix(rng.random((600, 5))) for k in "UV"})
+    f.W, f.X = fm.matrix(rng.random((600, 600))), fm.matrix(rng.random((600, 600)))
+    plan = fm.explain(PATTERNS["loss_and_gradient"](f), fusion="fuse_no_redundancy")
+    (product,) = (n for n in plan.dag.nodes if outer_product(n))
+    assert product in plan.unfused, str(plan)
