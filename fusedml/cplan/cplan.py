@@ -125,8 +125,6 @@ def _kind(op: Candidate) -> str:
             return "agg"
         if root.op is Op.MATMUL:
             return "left" if root.inputs[0].op is Op.TRANSPOSE else "right"
-        if root.op is Op.TRANSPOSE:
-            return "left"
         return "cellwise"
     if t is TemplateType.ROW and column_aggregation(root):
         return "col_agg_t"

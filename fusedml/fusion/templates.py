@@ -187,7 +187,8 @@ def _outer_fuse(n: Node, i: int, child: CloseType) -> bool:
         return child is CloseType.OPEN_VALID  # only once a sparse driver multiplies in
     if n.op is Op.MATMUL and not outer_product(n):
         # right: (W * f(U V')) @ V;  left: (W * f(U V')).T @ U, seen as t(x) @ U with i == 0
-        return child is CloseType.OPEN_VALID and i == 0
+        # (an Outer transpose only ever transposes the driver)
+        return i == 0 and (child is CloseType.OPEN_VALID or n.inputs[0].op is Op.TRANSPOSE)
     if n.op is Op.TRANSPOSE:
         return child is CloseType.OPEN_VALID
     return False
@@ -211,8 +212,6 @@ def _outer_close(n: Node) -> CloseType:
         return CloseType.CLOSED_VALID
     if n.op in (Op.MUL, Op.DIV) and all(i.shape == n.shape for i in n.inputs):
         return CloseType.OPEN_VALID  # the driver: W * f(U @ V.T)
-    if n.op is Op.TRANSPOSE and n.inputs[0].op in (Op.MUL, Op.DIV):
-        return CloseType.OPEN_VALID  # the driver transposed, for the left product t(...) @ U
     if n.op in CELL_AGGREGATES or n.op is Op.ARGMAX:
         return CloseType.CLOSED_INVALID
     return CloseType.OPEN_INVALID

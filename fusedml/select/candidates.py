@@ -8,8 +8,11 @@ multi-consumer node, cost_based searches over the interesting edges.
 Construction is top-down from the nodes that must be materialized: at such a node the best valid
 entry (template preference, then most fused inputs) becomes an operator root; its fused inputs are
 covered inside the operator with entries of the same template (or Cell), recursively; its other
-inputs must be materialized in turn. A choice at a node depends only on the cut edges below it,
-so ``PlanSpace`` caches choices by (node, cut edges below it) across all cut sets of a search.
+inputs must be materialized in turn. The preference for Outer holds inside operators too: a node
+an Outer operator can stream (``W * f(U @ V.T)`` over a CSR driver) is never covered by a Cell or
+Row operator, which would read ``U @ V.T`` materialized dense; it becomes an Outer operator's root
+instead. A choice at a node depends only on the cut edges below it, so ``PlanSpace`` caches choices
+by (node, cut edges below it) across all cut sets of a search.
 """
 
 from __future__ import annotations
@@ -119,6 +122,9 @@ class Planner:
         cache = self.space._inner
         if key in cache:
             return cache[key]
+        if parent is not TemplateType.OUTER and self.streams_outer(node):
+            cache[key] = None
+            return None
         allowed = inner_types(parent)
         best = None
         for o in self.space.options[node]:
@@ -131,6 +137,15 @@ class Planner:
                     best = (score, o)
         cache[key] = best[1] if best else None
         return cache[key]
+
+    def streams_outer(self, node: Node) -> bool:
+        """Whether an Outer operator rooted at ``node`` can compute it under this cut without
+        materializing its outer product (``MemoEntry.streams_outer``)."""
+        local = self._local_cut(node)
+        return any(
+            o.entry.streams_outer(node) and self._valid_root(o, local)
+            for o in self.space.options[node]
+        )
 
     def cover(self, node: Node, root: _Option) -> frozenset[Node]:
         key = (node, root, self._local_cut(node))
@@ -160,14 +175,15 @@ class Planner:
                     nodes.add(n.inputs[k])
         return frozenset(nodes)
 
-    def _root_option(self, node: Node, local: int) -> _Option | None:
-        valid = [
-            o
-            for o in self.space.options[node]
-            if o.entry.close.is_valid
+    def _valid_root(self, o: _Option, local: int) -> bool:
+        return (
+            o.entry.close.is_valid
             and not o.edges & local
             and all(self.inner_option(c, o.entry.type) is not None for c in o.children)
-        ]
+        )
+
+    def _root_option(self, node: Node, local: int) -> _Option | None:
+        valid = [o for o in self.space.options[node] if self._valid_root(o, local)]
         if not valid:
             return None
         chosen = min(valid, key=lambda o: (int(o.entry.type), -o.entry.n_fused))

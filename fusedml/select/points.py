@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fusedml.fusion.memo import MemoTable
+from fusedml.fusion.templates import TemplateType
 from fusedml.ir.node import Node
 from fusedml.select.candidates import Edge
 
@@ -66,10 +67,35 @@ def interesting_points(memo: MemoTable) -> list[Point]:
     return sorted(points, key=lambda p: (index[p.producer], p.kind))
 
 
+def streamed_by_outer(memo: MemoTable) -> set[Node]:
+    """Intermediates (``U @ V.T``, ``f(U @ V.T)``) that every consumer fuses into Outer operators
+    with CSR results. Each of those computes the intermediate's cells only at its driver's
+    non-zeros, so recomputing them per consumer is far cheaper than materializing all of them
+    once: the product of two skinny factors is what the Outer template exists not to store."""
+    dag, roots = memo.dag, set(memo.dag.roots)
+    streamed: set[Node] = set()
+    for node in reversed(dag.nodes):  # consumers first
+        consumers = dag.consumers[node]
+        if node in roots or not consumers:
+            continue
+        if all(
+            any(e.type is TemplateType.OUTER and e.references(c, node) for e in memo[c])
+            and (c in streamed or any(e.streams_outer(c) for e in memo[c]))
+            for c in consumers
+        ):
+            streamed.add(node)
+    return streamed
+
+
 def multi_consumer_cut(memo: MemoTable) -> frozenset[Edge]:
-    """The edges fuse_no_redundancy cuts: every edge into a multi-consumer node."""
+    """The edges fuse_no_redundancy cuts: every edge into a multi-consumer node, except into one
+    that Outer operators stream (``streamed_by_outer``)."""
+    streamed = streamed_by_outer(memo)
     return frozenset(
-        e for pt in interesting_points(memo) if pt.kind == "multi_consumer" for e in pt.edges
+        e
+        for pt in interesting_points(memo)
+        if pt.kind == "multi_consumer" and pt.producer not in streamed
+        for e in pt.edges
     )
 
 

@@ -1,7 +1,9 @@
 """Plan selection policies over one memo table and one cost model.
 
 - ``fuse_all``: fuse maximally, recomputing shared intermediates inside every consumer (FA).
-- ``fuse_no_redundancy``: materialize every multi-consumer intermediate (FNR).
+- ``fuse_no_redundancy``: materialize every multi-consumer intermediate (FNR), except an outer
+  product (or a cellwise function of one) that Outer operators over CSR drivers stream: each of
+  them computes its cells only at the driver's non-zeros, materializing it computes them all.
 - ``cost_based``: per partition of the memo, search the assignments of its interesting points
   (materialize or fuse), seeded with the FA and FNR plans. Two prunings keep the search small:
   *structural*, a cut set of one or two points whose materialization splits the partition into
