@@ -9,7 +9,9 @@ A kernel's source is written to ``<cache_dir>/kernels/k_<sha256>.py`` and import
   mtime and size (or, in recent numba, a hash of its content), and a stamp written for other
   content must not match by chance;
 - numba reads its files through ``_RepairingCache``: every data file carries a digest, and a file
-  that fails to load is a cache miss that removes the damaged files, so the compile saves anew.
+  that fails to load is a cache miss that removes the damaged files, so the compile saves anew;
+- an unwritable kernel directory sends this process's kernels to a private temporary directory,
+  with one warning.
 
 Concurrent writers (processes or threads) are safe: every file is written to a unique temporary
 name and renamed over its target, and all writers of a file write the same bytes. Threading: the
@@ -19,15 +21,19 @@ can run from several Python threads.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import hashlib
 import importlib.util
 import os
 import pickle
+import shutil
 import sys
+import tempfile
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any
@@ -48,9 +54,16 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+class KernelCacheWarning(UserWarning):
+    """The kernel cache cannot be used as configured; kernels still compile and run."""
+
+
 _lock = threading.Lock()
 _memory: dict[Hashable, tuple[Callable[..., Any], Kernel]] = {}
 _load_lock = threading.Lock()
+_directories: dict[str, OSError | None] = {}  # kernel directory -> why it cannot be written
+_private: list[str] = []  # this process's temporary kernel directory, once made
+_warned: set[str] = set()
 
 
 def kernel_dir() -> str:
@@ -92,11 +105,51 @@ def _execute(name: str, path: str, source: str) -> ModuleType:
 
 
 def _place(filename: str, data: bytes) -> tuple[str, bool]:
-    """A path holding ``data`` in the kernel directory; and whether it had to be written."""
+    """A path holding ``data`` in the kernel directory, or in this process's private directory if
+    the kernel directory cannot be written; and whether the file had to be written."""
     directory = kernel_dir()
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, filename)
+    if _can_write(directory):
+        path = os.path.join(directory, filename)
+        try:
+            return path, _ensure_file(path, data)
+        except OSError as exc:  # e.g. a full disk
+            _directories[directory] = exc
+    path = os.path.join(_private_dir(directory), filename)
     return path, _ensure_file(path, data)
+
+
+def _can_write(directory: str) -> bool:
+    if directory not in _directories:
+        pycache = os.path.join(directory, "__pycache__")
+        try:
+            # numba's machine code goes to __pycache__: without it numba would cache elsewhere
+            os.makedirs(pycache, exist_ok=True)
+            for d in (directory, pycache):
+                tempfile.TemporaryFile(dir=d).close()
+            _directories[directory] = None
+        except OSError as exc:
+            _directories[directory] = exc
+    return _directories[directory] is None
+
+
+def _private_dir(unwritable: str) -> str:
+    if not _private:
+        path = tempfile.mkdtemp(prefix="fusedml-kernels-")
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        _private.append(path)
+        _warn_once(
+            "private",
+            f"kernel cache directory {unwritable} cannot be written ({_directories[unwritable]}); "
+            f"this process compiles its kernels in {path} (removed at exit), so later processes "
+            "compile them again",
+        )
+    return _private[0]
+
+
+def _warn_once(kind: str, message: str) -> None:
+    if kind not in _warned:
+        _warned.add(kind)
+        warnings.warn(message, KernelCacheWarning, stacklevel=2)
 
 
 def _ensure_file(path: str, data: bytes) -> bool:
@@ -155,7 +208,8 @@ class _CheckedFile(IndexDataCacheFile):
 
 class _RepairingCache(FunctionCache):
     """numba's disk cache of one function, where a file that fails to load (numba raises) is a
-    miss that removes the function's files, so the compile that follows saves them afresh."""
+    miss that removes the function's files, so the compile that follows saves them afresh, and a
+    failed save costs only the copy for later processes (numba would fail the call)."""
 
     def __init__(self, py_func: Callable[..., Any]) -> None:
         super().__init__(py_func)
@@ -169,6 +223,13 @@ class _RepairingCache(FunctionCache):
             self.discard()
             _stats.bump("kernel_cache_repairs")
             return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:
+            self.discard()
+            _warn_once("save", f"compiled kernels cannot be saved in {self._cache_path} ({exc})")
 
     def discard(self) -> None:
         stem = os.path.join(self._cache_path, self._impl.filename_base)

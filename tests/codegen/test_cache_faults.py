@@ -171,6 +171,48 @@ def test_damaged_numba_index_and_data_are_recompiled(cache, golden):
     _assert_repaired(path, golden)
 
 
+def _make_writable(path, writable):
+    for root, _, files in os.walk(path):
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644 if writable else 0o444)
+        os.chmod(root, 0o755 if writable else 0o555)
+
+
+def _unprivileged():
+    """A command prefix under which permission bits bind (root overrides them otherwise)."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: a read-only directory cannot be made")
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def test_read_only_cache_compiles_in_a_private_directory_with_one_warning(cache, golden, tmp_path):
+    path, (_, second) = cache
+    second.unlink()  # one kernel cached, one that must be written somewhere
+    tmpdir, user_cache = tmp_path / "tmp", tmp_path / "user-cache"
+    tmpdir.mkdir()
+    before = sorted((root, sorted(files)) for root, _, files in os.walk(path))
+    _make_writable(path, False)
+    try:
+        env = {"TMPDIR": str(tmpdir), "XDG_CACHE_HOME": str(user_cache)}
+        report = _run(path, env=env, prefix=_unprivileged())
+    finally:
+        _make_writable(path, True)
+    assert len(report["warnings"]) == 1, report["warnings"]  # two kernels, one warning
+    assert report["warnings"][0].startswith("KernelCacheWarning")
+    assert str(path / "kernels") in report["warnings"][0]
+    assert not user_cache.exists()  # not numba's fallback, the user-wide cache
+    assert report["stats"].get("kernel_fallbacks", 0) == 0
+    assert report["stats"].get("fused_ops_by_reference", 0) == 0
+    assert os.listdir(tmpdir) == []  # the private directory went with its process
+    assert sorted((root, sorted(files)) for root, _, files in os.walk(path)) == before
+    writable = _run(path)  # the cached kernel is intact: loaded, the other one compiled
+    assert writable["warnings"] == []
+    assert writable["stats"].get("kernels_loaded_from_disk", 0) == 1
+    assert _sources(path) == _sources(golden)
+
+
 def test_concurrent_writers_of_an_empty_cache(tmp_path, golden):
     path, go = tmp_path / "cache", tmp_path / "go"
     writers = [_start(path, go, 2) for _ in range(3)]
