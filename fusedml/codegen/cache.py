@@ -253,6 +253,12 @@ def get_kernel(key: Hashable, make: Callable[[], Kernel]) -> tuple[Callable[...,
         return fn, kernel
 
 
+def kernel_file(fn: Any) -> str | None:
+    """The file a compiled kernel was defined in."""
+    code = getattr(getattr(fn, "py_func", None), "__code__", None)
+    return code.co_filename if code is not None else None
+
+
 def record_compile(fn: Any) -> None:
     """After a kernel's first call: count whether numba compiled it or loaded it from disk."""
     stats = getattr(fn, "stats", None)

@@ -4,6 +4,7 @@ with correct results and a cache that a later process loads from without compili
 Each cache case runs the same two-kernel expression in fresh processes (numba's state and the
 module cache are per process): one run on the damaged cache, then one that must load both."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,9 +12,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 
+import numba
 import numpy as np
 import pytest
+
+import fusedml as fm
 
 SCRIPT = textwrap.dedent(
     """
@@ -226,3 +231,30 @@ def test_concurrent_writers_of_an_empty_cache(tmp_path, golden):
         _assert_clean_run(report)
     assert not [p for p in path.rglob("*") if ".tmp" in p.name]  # no temporary file left behind
     _assert_repaired(path, golden)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "def kernel(:\n",  # fails when its module runs
+        "import numba\n\n\n@numba.njit\ndef kernel(*a):\n    return undefined_name\n",  # compiling
+    ],
+)
+def test_the_fallback_warning_names_the_kernel_file(broken, monkeypatch):
+    from fusedml import pipeline
+    from fusedml.codegen import cache as kernel_cache
+    from fusedml.runtime import executor, fused
+
+    def get_broken_kernel(key, make):
+        return kernel_cache.get_kernel((broken, key), lambda: replace(make(), source=broken))
+
+    monkeypatch.setattr(fused, "get_kernel", get_broken_kernel)
+    monkeypatch.setattr(pipeline, "_plan_cache", type(pipeline._plan_cache)())
+    monkeypatch.setattr(executor, "_fallback_warned", set())
+    Xm = fm.matrix(X)
+    expr = fm.sum(fm.exp(Xm) * Xm)
+    with pytest.warns(fm.KernelFallbackWarning) as caught:
+        assert fm.evaluate(expr, fusion="fuse_all") == pytest.approx(EXPECTED[0], rel=1e-12)
+    digest = hashlib.sha256((numba.__version__ + broken).encode()).hexdigest()[:32]
+    path = os.path.join(kernel_cache.kernel_dir(), f"k_{digest}.py")
+    assert f"kernel file: {path}" in str(caught[0].message)
