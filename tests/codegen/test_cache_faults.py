@@ -69,7 +69,11 @@ def _start(cache_dir, *args, env=None, prefix=()):
 
 
 def _finish(process):
-    out, err = process.communicate(timeout=600)
+    try:
+        out, err = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
     assert process.returncode == 0, err
     report = json.loads(out)
     assert report["results"], err
