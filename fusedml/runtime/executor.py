@@ -78,6 +78,11 @@ def evaluate_dag(dag: Dag, values: dict[Node, Value]) -> list[Value]:
 _fallback_warned: set = set()
 
 
+def _failure(exc: Exception) -> str:
+    # notes name the kernel file, where the cause can be looked at
+    return "; ".join([f"{type(exc).__name__}: {exc}", *getattr(exc, "__notes__", ())])
+
+
 def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     if get_config().codegen and op.cplan.template in SUPPORTED:
         try:
@@ -89,7 +94,7 @@ def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
                 _fallback_warned.add(key)
                 warnings.warn(
                     f"generated kernel for a {op.template} operator failed "
-                    f"({type(exc).__name__}: {exc}); running it through the reference interpreter",
+                    f"({_failure(exc)}); running it through the reference interpreter",
                     KernelFallbackWarning,
                     stacklevel=2,
                 )
@@ -106,7 +111,7 @@ def _run_hand(node: Node, args: list[Value]) -> Value:
             _fallback_warned.add(key)
             warnings.warn(
                 f"hand-written kernel {node.attr('name')}[{node.attr('variant')}] failed "
-                f"({type(exc).__name__}: {exc}); running it through the reference interpreter",
+                f"({_failure(exc)}); running it through the reference interpreter",
                 KernelFallbackWarning,
                 stacklevel=2,
             )

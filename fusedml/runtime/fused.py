@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fusedml import _stats
-from fusedml.codegen.cache import get_kernel, record_compile
+from fusedml.codegen.cache import get_kernel, kernel_file, record_compile
 from fusedml.codegen.row import root_kind, row_kernel, whole_matrices
 from fusedml.codegen.skeletons import Param, _outer_factors, cell_kernel, outer_kernel
 from fusedml.cplan.plan import FusedOp
@@ -36,7 +36,11 @@ def run(op: FusedOp, values: Mapping[Node, Any]) -> list[Any]:
     fn, params, literals, scan, finish = prepared
     inputs = [values[i] for i in op.cplan.inputs]
     first = not fn.signatures  # numba compiles (or loads from disk) on the first call
-    result = fn(*scan, *_arguments(params, inputs), *literals)
+    try:
+        result = fn(*scan, *_arguments(params, inputs), *literals)
+    except Exception as exc:
+        exc.add_note(f"kernel file: {kernel_file(fn)}")
+        raise
     if first:
         record_compile(fn)
     _stats.bump("kernels_executed")
