@@ -44,22 +44,25 @@ def test_none_matches_numpy_oracle(case):
 FUSED_RUNS: Counter[str] = Counter()  # fused operators executed per mode over the corpus
 
 
+def check_counted(tree, leaves, mode, overrides):
+    before = fm.stats()
+    with fm.config(**overrides):
+        check(tree, leaves, fusion=mode)
+    after = fm.stats()
+    label = mode + (" (no fixed costs)" if overrides else "")
+    for counter in ("fused_ops_executed", "kernels_executed", "fused_ops_by_reference"):
+        FUSED_RUNS[label, counter] += after.get(counter, 0) - before.get(counter, 0)
+
+
 @settings(max_examples=150)
 @given(exprgen.expressions(max_depth=4, allow_sparse=True))
 def test_every_mode_matches_numpy_oracle(case):
     tree, leaves = case
     # on these tiny inputs the cost model rightly prefers unfused numpy: also run cost_based
     # without fixed per-operator costs, so that its fused plans are checked too
-    variants = [(m, {}) for m in fm.FUSION_MODES]
-    variants.append(("cost_based", {"dispatch_s": 0.0, "compile_s": 0.0}))
-    for mode, overrides in variants:
-        before = fm.stats()
-        with fm.config(**overrides):
-            check(tree, leaves, fusion=mode)
-        after = fm.stats()
-        label = mode + (" (no fixed costs)" if overrides else "")
-        for counter in ("fused_ops_executed", "kernels_executed", "fused_ops_by_reference"):
-            FUSED_RUNS[label, counter] += after.get(counter, 0) - before.get(counter, 0)
+    for mode in fm.FUSION_MODES:
+        check_counted(tree, leaves, mode, {})
+    check_counted(tree, leaves, "cost_based", {"dispatch_s": 0.0, "compile_s": 0.0})
 
 
 @settings(max_examples=60)
@@ -67,12 +70,12 @@ def test_every_mode_matches_numpy_oracle(case):
 def test_every_mode_keeps_special_values(case):
     tree, leaves = case
     for mode in fm.FUSION_MODES:
-        with fm.config(dispatch_s=0.0, compile_s=0.0):
-            check(tree, leaves, fusion=mode)
+        check_counted(tree, leaves, mode, {})
+    check_counted(tree, leaves, "cost_based", {"dispatch_s": 0.0, "compile_s": 0.0})
 
 
 def test_the_corpus_ran_fused_operators():
-    # runs after the test above (pytest keeps file order): the equality was not vacuous
+    # runs after the tests above (pytest keeps file order): the equality was not vacuous
     for label in ("fuse_all", "fuse_no_redundancy", "cost_based (no fixed costs)"):
         assert FUSED_RUNS[label, "fused_ops_executed"] >= 25, FUSED_RUNS
         # every fused operator ran as a generated kernel, none through the reference
