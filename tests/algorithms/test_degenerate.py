@@ -8,8 +8,11 @@ not converge fails the test (ConvergenceWarning is an error here)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn.cluster
 import sklearn.linear_model as lm
 from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
 from sklearn.svm import LinearSVC
 
 RNG = np.random.default_rng(0)
@@ -182,6 +185,59 @@ def test_glm_without_coefficients_in_the_domain_raises(family, link, y):
     X, y = np.vstack([X0, -X0]), np.concatenate([y, y])
     with pytest.raises(ValueError, match="no coefficients with a finite"):
         GLM(family=family, link=link, fusion="none").fit(X, y)
+
+
+# -- KMeans
+
+TWO_POINTS = np.repeat([[0.0, 0.0], [10.0, 10.0]], 50, axis=0)
+BLOBS = np.vstack([RNG.standard_normal((50, 2)), RNG.standard_normal((50, 2)) + 6.0])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_kmeans_converges_once_the_wcss_is_zero(fmt):
+    model = KMeans(n_clusters=2, n_init=2, max_iter=50, random_state=0)
+    model.fit(_as(fmt, TWO_POINTS))
+    assert np.array_equal(np.sort(model.cluster_centers_, axis=0), [[0.0, 0.0], [10.0, 10.0]])
+    assert model.inertia_ == 0.0
+    assert adjusted_rand_score(model.labels_, np.repeat([0, 1], 50)) == 1.0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_kmeans_with_fewer_distinct_points_than_clusters_warns_as_sklearn(fmt):
+    pattern = r"Number of distinct clusters \(2\) found smaller than n_clusters \(3\)"
+    with pytest.warns(ConvergenceWarning, match=pattern):
+        sklearn.cluster.KMeans(n_clusters=3, n_init=1, random_state=0).fit(TWO_POINTS)
+    with pytest.warns(ConvergenceWarning, match=pattern) as record:
+        model = KMeans(n_clusters=3, n_init=2, max_iter=50, random_state=0)
+        model.fit(_as(fmt, TWO_POINTS))
+    assert not any("no KMeans run converged" in str(w.message) for w in record)
+    assert {tuple(c) for c in model.cluster_centers_} == {(0.0, 0.0), (10.0, 10.0)}
+    assert model.inertia_ == 0.0
+
+
+def test_kmeans_with_more_clusters_than_samples_raises_as_sklearn():
+    with pytest.raises(ValueError, match="n_samples=3 should be >= n_clusters=4"):
+        sklearn.cluster.KMeans(n_clusters=4, n_init=1).fit(BLOBS[:3])
+    with pytest.raises(ValueError, match="n_samples=3 should be >= n_clusters=4"):
+        KMeans(n_clusters=4, n_init=1).fit(BLOBS[:3])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale", SCALES)
+def test_kmeans_on_scaled_data_finds_the_scaled_clusters(scale, fmt):
+    ref = sklearn.cluster.KMeans(n_clusters=2, n_init=2, random_state=0).fit(BLOBS)
+    X = _as(fmt, BLOBS * scale)
+    model = KMeans(n_clusters=2, n_init=2, random_state=0).fit(X)
+    order, ref_order = (
+        np.argsort(model.cluster_centers_[:, 0]),
+        np.argsort(ref.cluster_centers_[:, 0]),
+    )
+    centers = model.cluster_centers_[order] / scale
+    np.testing.assert_allclose(centers, ref.cluster_centers_[ref_order], rtol=1e-9)
+    assert adjusted_rand_score(model.labels_, ref.labels_) == 1.0
+    assert np.array_equal(model.predict(X), model.labels_)
+    distances = model.transform(X)[:, order] / scale
+    np.testing.assert_allclose(distances, ref.transform(BLOBS)[:, ref_order], rtol=1e-9)
 
 
 # -- ALSCG
