@@ -92,25 +92,34 @@ def test_glm_on_all_zero_features_without_a_valid_mean_raises():
 # -- scaled features
 
 
-def _unpenalized(name, fit_intercept, fmt, scale):
-    """(ours fitted to X0 * scale, sklearn's fitted to X0), both unpenalized."""
+def _unpenalized(name, fit_intercept, fmt, scale, reg=0.0):
+    """(ours fitted to X0 * scale with the penalty reg, sklearn's fitted to X0 unpenalized)."""
     X = _as(fmt, X0 * scale)
     if name == "L2SVM":
-        ours = L2SVM(reg=0.0, fit_intercept=fit_intercept, tol=1e-14, max_iter=500,
+        ours = L2SVM(reg=reg, fit_intercept=fit_intercept, tol=1e-14, max_iter=500,
                      max_inner_iter=100).fit(X, LABELS)  # fmt: skip
         ref = LinearSVC(C=1e8, fit_intercept=fit_intercept, dual=False, tol=1e-12,
                         max_iter=100_000).fit(X0, LABELS)  # fmt: skip
     elif name == "MLogReg":
-        ours = MLogReg(reg=0.0, fit_intercept=fit_intercept, tol=1e-12, max_iter=200,
+        ours = MLogReg(reg=reg, fit_intercept=fit_intercept, tol=1e-12, max_iter=200,
                        max_inner_iter=0).fit(X, LABELS)  # fmt: skip
         ref = lm.LogisticRegression(C=np.inf, fit_intercept=fit_intercept, solver="newton-cg",
                                     tol=1e-12, max_iter=1000).fit(X0, LABELS)  # fmt: skip
     else:
-        ours = GLM(family="poisson", fit_intercept=fit_intercept, tol=1e-14, max_iter=500)
-        ours.fit(X, COUNTS)
+        ours = GLM(family="poisson", reg=reg, fit_intercept=fit_intercept, tol=1e-14,
+                   max_iter=500).fit(X, COUNTS)  # fmt: skip
         ref = lm.PoissonRegressor(alpha=0.0, fit_intercept=fit_intercept,
                                   solver="newton-cholesky", tol=1e-12).fit(X0, COUNTS)  # fmt: skip
     return ours, ref
+
+
+def _check_scaled_solution(name, fmt, scale, ours, ref):
+    if name == "MLogReg":  # another parametrization (a baseline class), the same probabilities
+        assert _rel(ours.predict_proba(_as(fmt, X0 * scale)), ref.predict_proba(X0)) <= 1e-6
+    else:
+        assert _rel(ours.coef_.ravel() * scale, ref.coef_.ravel()) <= 1e-5
+        assert np.ravel(ours.intercept_) == pytest.approx(np.ravel(ref.intercept_), abs=1e-6)
+    assert np.all(np.isfinite(ours.coef_))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -119,12 +128,16 @@ def _unpenalized(name, fit_intercept, fmt, scale):
 @pytest.mark.parametrize("name", ["L2SVM", "MLogReg", "GLM"])
 def test_unpenalized_fit_of_scaled_features_is_the_scaled_solution(name, fit_intercept, scale, fmt):
     ours, ref = _unpenalized(name, fit_intercept, fmt, scale)
-    if name == "MLogReg":  # another parametrization (a baseline class), the same probabilities
-        assert _rel(ours.predict_proba(_as(fmt, X0 * scale)), ref.predict_proba(X0)) <= 1e-6
-    else:
-        assert _rel(ours.coef_.ravel() * scale, ref.coef_.ravel()) <= 1e-5
-        assert np.ravel(ours.intercept_) == pytest.approx(np.ravel(ref.intercept_), abs=1e-6)
-    assert np.all(np.isfinite(ours.coef_))
+    _check_scaled_solution(name, fmt, scale, ours, ref)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale", [1e150, 1e300])
+@pytest.mark.parametrize("name", ["L2SVM", "MLogReg", "GLM"])
+def test_penalty_is_negligible_against_huge_features(name, scale, fmt):
+    # reg = 1 on s * X is reg / s**2 on X: the unpenalized solution to float64's precision
+    ours, ref = _unpenalized(name, False, fmt, scale, reg=1.0)
+    _check_scaled_solution(name, fmt, scale, ours, ref)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
