@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 
 import numpy as np
@@ -53,6 +54,46 @@ def sample_weights(sample_weight, X):
     return sw
 
 
+# The solvers form products of up to four of X's entries (e.g. s'X'Xs with s = X'y), summed over
+# records; magnitudes within [2**-128, 2**128] keep them far from float64's under- and overflow.
+SAFE_MAGNITUDE = 2.0**128
+
+
+def max_abs(X) -> float:
+    """The largest |entry| of a float ndarray or CSR matrix (0 when it has none)."""
+    values = X.data if sp.issparse(X) else X
+    return float(max(values.max(), -values.min())) if values.size else 0.0
+
+
+def balancing_scale(magnitude: float) -> float:
+    """1.0 for a magnitude within the safe range (or 0), else the power of two that brings it
+    into [0.5, 1) (subnormal ones: as far as float64 reaches). Multiplying by a power of two is
+    exact, so the rescaled problem is the same problem."""
+    if magnitude == 0 or 1 / SAFE_MAGNITUDE <= magnitude <= SAFE_MAGNITUDE:
+        return 1.0
+    return math.ldexp(1.0, min(-math.frexp(magnitude)[1], 1023))
+
+
+def rescaled(X, reg: float) -> tuple:
+    """(c * X, c) with the power of two c that balances X against the penalty ``reg`` (see
+    ``balancing_scale``): the problem on c * X with the penalty reg * c**2 has the coefficients
+    of the problem on X divided by c."""
+    c = balancing_scale(max(max_abs(X), math.sqrt(reg)))
+    return (X if c == 1.0 else X * c), c
+
+
+def unscaled_coefficients(coef, c: float, estimator: str):
+    """The coefficients on X from those on ``rescaled`` c * X, when float64 can hold them."""
+    with np.errstate(over="ignore"):
+        coef = coef * c
+    if not np.all(np.isfinite(coef)):
+        raise ValueError(
+            f"{estimator}'s coefficients exceed float64's range: X's values are too small for "
+            "an unpenalized or weakly penalized fit; rescale X or increase reg"
+        )
+    return coef
+
+
 @fm.jit
 def _row_squares(X, sw):
     """(the largest squared row norm among records of positive weight, the weighted sum of all
@@ -69,7 +110,9 @@ def weight_column(sw):
 def max_row_norm(X, sw) -> float:
     """The largest Euclidean row norm among the records that carry weight (the initial trust
     region of MLogReg and GLM; a record of weight 0 is as absent)."""
-    return float(np.sqrt(_row_squares(X, weight_column(sw))[0]))
+    c = balancing_scale(max_abs(X))  # squares of tiny or huge entries would under-/overflow
+    X = X if c == 1.0 else X * c
+    return float(np.sqrt(_row_squares(X, weight_column(sw))[0])) / c
 
 
 def weighted_square_sum(X, sw) -> float:

@@ -10,11 +10,17 @@ product never exists.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from fusedml.algorithms._base import FusedEstimatorMixin, canonical_csr
+from fusedml.algorithms._base import (
+    FusedEstimatorMixin,
+    balancing_scale,
+    canonical_csr,
+    max_abs,
+)
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -48,6 +54,13 @@ def _masked_times_u(W, U, S):
 @fm.jit
 def _squared_error(X, U, V):
     return 0.5 * fm.sum((X != 0) * (U @ V.T - X) ** 2)
+
+
+def _ratings_scale(X, reg: float) -> float:
+    """The power of four (its square root is exact too) that balances X's ratings against the
+    penalty, which scales with c where the ratings do (see ``balancing_scale``)."""
+    c = balancing_scale(max(max_abs(X), reg))
+    return c / 2 if round(math.log2(c)) % 2 else c
 
 
 class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
@@ -92,50 +105,28 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         X = self._ratings(X, reset=True)
         m, n = X.shape
+        # the problem on c * X with reg * c and factors sqrt(c) * (U, V) is the problem on X
+        # with its loss times c**2; random factors are drawn at the rescaled ratings' magnitude
+        c = _ratings_scale(X, float(self.reg))
+        X, lam, root = X if c == 1.0 else X * c, float(self.reg) * c, math.sqrt(c)
         rng = check_random_state(self.random_state)
         U = (
-            np.array(U0, dtype=np.float64)
+            np.array(U0, dtype=np.float64) * root
             if U0 is not None
             else rng.uniform(-0.5, 0.5, (m, self.rank))
         )
         V = (
-            np.array(V0, dtype=np.float64)
+            np.array(V0, dtype=np.float64) * root
             if V0 is not None
             else rng.uniform(-0.5, 0.5, (n, self.rank))
         )
         if U.shape != (m, self.rank) or V.shape != (n, self.rank):
             raise ValueError(f"U0/V0 must be {(m, self.rank)} and {(n, self.rank)}")
-        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-        if self.reg_type == "wL2":
-            row_w = np.diff(X.indptr).astype(np.float64)[:, None]
-            col_w = np.bincount(X.indices, minlength=n).astype(np.float64)[:, None]
-        else:
-            row_w, col_w = np.ones((m, 1)), np.ones((n, 1))
-        lam = float(self.reg)
-
-        def loss(U, V):
-            penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
-            return _squared_error(X, U, V) + 0.5 * lam * penalty
-
         with self._fusion_scope():
-            previous = loss(U, V) if self.check_loss else 0.0
-            self.initial_loss_ = previous
-            curve, converged, it = [], False, 0
-            while it < self.max_iter and not converged:
-                U = self._cg(lambda S, V=V: _masked_times_v(W, S, V) + lam * S * row_w,
-                             _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
-                V = self._cg(lambda S, U=U: _masked_times_u(W, U, S) + lam * S * col_w,
-                             _residual_times_u(X, U, V) + lam * V * col_w, V)  # fmt: skip
-                it += 1
-                if self.check_loss:
-                    current = loss(U, V)
-                    curve.append(current)
-                    decrease = (previous - current) / previous if previous else 0.0
-                    self._log(f"iteration {it}: loss {current:.10g} (decrease {decrease:.3g})")
-                    converged = previous == 0 or 0 <= decrease < self.tol
-                    previous = current
-        self.user_factors_, self.item_factors_ = U, V
-        self.loss_curve_, self.n_iter_ = np.array(curve), it
+            U, V, initial, curve, converged, self.n_iter_ = self._alternate(X, U, V, lam)
+        self.user_factors_, self.item_factors_ = U / root, V / root
+        with np.errstate(over="ignore"):  # the loss of huge ratings may exceed float64
+            self.initial_loss_, self.loss_curve_ = initial / c / c, np.array(curve) / c / c
         if self.check_loss and not converged and self.tol > 0:
             warnings.warn(
                 f"ALSCG did not converge in max_iter={self.max_iter} iterations",
@@ -143,6 +134,37 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def _alternate(self, X, U, V, lam):
+        """(U, V, initial loss, [loss after each iteration], converged, iterations)."""
+        m, n = X.shape
+        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+        if self.reg_type == "wL2":
+            row_w = np.diff(X.indptr).astype(np.float64)[:, None]
+            col_w = np.bincount(X.indices, minlength=n).astype(np.float64)[:, None]
+        else:
+            row_w, col_w = np.ones((m, 1)), np.ones((n, 1))
+
+        def loss(U, V):
+            penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
+            return _squared_error(X, U, V) + 0.5 * lam * penalty
+
+        initial = loss(U, V) if self.check_loss else 0.0
+        previous, curve, converged, it = initial, [], False, 0
+        while it < self.max_iter and not converged:
+            U = self._cg(lambda S, V=V: _masked_times_v(W, S, V) + lam * S * row_w,
+                         _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
+            V = self._cg(lambda S, U=U: _masked_times_u(W, U, S) + lam * S * col_w,
+                         _residual_times_u(X, U, V) + lam * V * col_w, V)  # fmt: skip
+            it += 1
+            if self.check_loss:
+                current = loss(U, V)
+                curve.append(current)
+                decrease = (previous - current) / previous if previous else 0.0
+                self._log(f"iteration {it}: loss {current:.10g} (decrease {decrease:.3g})")
+                converged = previous == 0 or 0 <= decrease < self.tol
+                previous = current
+        return U, V, initial, curve, converged, it
 
     def _cg(self, hess, grad, F):
         """At most ``rank`` CG steps on the quadratic in F with Hessian ``hess`` and gradient
@@ -153,7 +175,10 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         inner = 1
         while norm_r2 > CG_TOL * norm_g2 and inner <= self.rank:
             HS = hess(S)
-            alpha = norm_r2 / float(np.sum(S * HS))
+            shs = float(np.sum(S * HS))
+            if not shs > 0:
+                break  # no curvature along S (no penalty, S outside the rated entries' span)
+            alpha = norm_r2 / shs
             F = F + alpha * S
             R = R - alpha * HS
             old, norm_r2 = norm_r2, float(np.sum(R**2))
@@ -166,7 +191,9 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         least-squares fit with the item factors fixed (rows are independent of each other)."""
         check_is_fitted(self)
         X = self._ratings(X, reset=False)
-        V, lam = self.item_factors_, float(self.reg)
+        c = _ratings_scale(X, float(self.reg))  # as in fit: the factors scale by sqrt(c)
+        X = X if c == 1.0 else X * c
+        V, lam = self.item_factors_ * math.sqrt(c), float(self.reg) * c
         U = np.zeros((X.shape[0], self.rank))
         for i in range(X.shape[0]):
             cols = X.indices[X.indptr[i] : X.indptr[i + 1]]
@@ -177,7 +204,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             A = Vi.T @ Vi + lam * weight * np.eye(self.rank)
             b = Vi.T @ X.data[X.indptr[i] : X.indptr[i + 1]]
             U[i] = np.linalg.lstsq(A, b, rcond=None)[0]
-        return U
+        return U / math.sqrt(c)
 
     def predict_ratings(self, X):
         """Predicted ratings at X's non-zeros (CSR, X's shape), for users given by their ratings
@@ -198,5 +225,6 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         if X.nnz == 0:
             raise ValueError("score needs at least one rating")
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        predicted = np.sum(U[rows] * self.item_factors_[X.indices], axis=1)
-        return -float(np.sqrt(np.mean((predicted - X.data) ** 2)))
+        errors = np.sum(U[rows] * self.item_factors_[X.indices], axis=1) - X.data
+        c = balancing_scale(max_abs(errors))  # their squares would under- or overflow
+        return -float(np.sqrt(np.mean((errors * c) ** 2))) / c

@@ -22,7 +22,9 @@ from fusedml.algorithms._base import (
     append_ones,
     as_float_matrix,
     max_row_norm,
+    rescaled,
     sample_weights,
+    unscaled_coefficients,
 )
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -150,23 +152,23 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         sw = sample_weights(sample_weight, X)
-        X = as_float_matrix(X)
+        reg = float(self.reg)
+        X, c = rescaled(as_float_matrix(X), reg)
+        lam = np.full(X.shape[1] + self.fit_intercept, reg * c * c)
         if self.fit_intercept:
             X = append_ones(X)
+            lam[-1] = 0.0
         Y = self._response(y, spec[0])
         with self._fusion_scope():
-            beta = self._fit(X, Y, sw, spec)
+            beta = self._fit(X, Y, sw, lam, spec)
         d = self.n_features_in_
-        self.coef_ = beta[:d]
+        self.coef_ = unscaled_coefficients(beta[:d], c, "GLM")
         self.intercept_ = float(beta[d]) if self.fit_intercept else 0.0
         return self
 
-    def _fit(self, X, Y, sw, spec):
+    def _fit(self, X, Y, sw, lam, spec):
         family, _, link, link_power = spec
         D = X.shape[1]
-        lam = np.full(D, float(self.reg))
-        if self.fit_intercept:
-            lam[-1] = 0.0
         max_cg = self.max_inner_iter or D
         sat_eta = fam.saturated_eta(Y, family, link, link_power)
         if sat_eta is None:
@@ -174,8 +176,6 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         y, no = (Y, None) if family == fam.POWER else (Y[:, 0].copy(), Y[:, 1].copy())
         total, *bad = _log_lik_at(sat_eta, y, no, sw, spec)
         saturated = fam.log_lik_value(total, bad)
-        beta = self._initial_beta(X, sw, family, link, link_power, max_cg)
-        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw)
 
         def evaluate(b):
             total, *bad = _log_lik(X, b, y, no, sw, spec)
@@ -184,11 +184,33 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
                 return -np.inf, np.nan
             return ll - 0.5 * float(np.sum(lam * b**2)), 2.0 * (saturated - ll)
 
+        row_norm = max_row_norm(X, sw)
+        if row_norm == 0:
+            return self._fit_null(D, evaluate)
+        beta = self._initial_beta(X, sw, family, link, link_power, max_cg)
+        delta = 0.5 * math.sqrt(D) / row_norm
+        return self._trust_region(X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg)
+
+    def _fit_null(self, D, evaluate):
+        """No record of positive weight has a non-zero feature (and there is no intercept):
+        X @ beta = 0 on them for every beta, the penalty alone decides, at beta = 0."""
+        beta = np.zeros(D)
+        ll, self.deviance_ = evaluate(beta)
+        if not np.isfinite(ll):
+            raise ValueError(
+                "X is all zero and there is no intercept: the model's mean at a linear "
+                "predictor of 0 is outside this family and link's domain for these responses; "
+                "fit an intercept"
+            )
+        self.n_iter_ = 0
+        return beta
+
+    def _trust_region(self, X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg):
         new_beta = beta
         new_ll, new_dev = evaluate(new_beta)
         log_l, dev, log_l_defined = 0.0, 0.0, None
         predicted, reached, it, code = 0.0, False, 0, 0
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             while code == 0:
                 accept = True
                 new_defined = np.isfinite(new_ll)
@@ -212,23 +234,34 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
                 new_beta = beta + z
                 new_ll, new_dev = evaluate(new_beta)
                 change = new_ll - log_l
+                # <=: no change at a log-likelihood of exactly 0 is converged too
                 if (not reached and np.isfinite(new_ll)
                         and (2.0 * abs(change) < self.tol * (dev + 0.1)
-                             or abs(change) < (abs(log_l) + abs(new_ll)) * 1e-14)):  # fmt: skip
+                             or abs(change) <= (abs(log_l) + abs(new_ll)) * 1e-14)):  # fmt: skip
                     code = 1
                 it += 1
                 self._log(f"iter {it}: log-likelihood {new_ll:.10g}, change {change:.4g}")
                 if it == self.max_iter and code == 0:
                     code = 2
+        if not log_l_defined:
+            raise ValueError(
+                "GLM found no coefficients with a finite (penalized) log-likelihood: the "
+                "responses are outside the model's range at every X @ beta tried (e.g. a link "
+                "that needs X @ beta > 0 on every record, without an intercept), or X's "
+                "values are too small for the penalty"
+            )
         self.n_iter_ = it
-        self.deviance_ = new_dev
         if code == 2 and self.tol > 0:
             warnings.warn(
                 f"GLM did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        return new_beta  # SystemDS returns the last candidate
+        if np.isfinite(new_ll):
+            self.deviance_ = new_dev
+            return new_beta  # SystemDS returns the last candidate
+        self.deviance_ = dev
+        return beta  # the last candidate is outside the domain: the last accepted point
 
     def _initial_beta(self, X, sw, family, link, link_power, max_cg):
         if (family == fam.POWER and link_power == 0) or (family == fam.BINOMIAL and link >= 2):
@@ -274,7 +307,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     def _steihaug(hessian_times, g, beta, lam, delta, max_cg):
         """Approximately minimize 0.5 z'(X'WX + diag(lam))z + (g + lam*beta)'z, ||z|| <= delta:
         (z, predicted decrease of -loglik, whether the boundary was reached)."""
-        delta2 = delta**2
+        delta2 = delta * delta  # not **: Python raises OverflowError where * gives inf
         z = np.zeros_like(g)
         g_reg = g + lam * beta
         r = g_reg.copy()
@@ -331,7 +364,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
 def _boundary_point(g, z, p, q, r, pp, pq, delta2):
     """The point z + tau * p on the trust boundary with the smaller model value."""
     zz, pz = float(z @ z), float(p @ z)
-    root = math.sqrt(pz * pz - pp * (zz - delta2))
+    root = math.sqrt(max(pz * pz - pp * (zz - delta2), 0.0))  # z is inside: >= 0 but for rounding
     tau1, tau2 = (-pz + root) / pp, (-pz - root) / pp
     zq, gp = float(z @ q), float(g @ p)
     extra = 0.5 * float(z @ (r + g))

@@ -14,6 +14,8 @@ import scipy.sparse as sp
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
+    balancing_scale,
+    max_abs,
     sample_weights,
     weight_column,
     weighted_square_sum,
@@ -41,14 +43,23 @@ def _lloyd_step(X, C, sw):
 def _wcss(C, sums, counts, sum_x2):
     """Centroid WCSS, sum_x2 + sum(rowMins(D)), from the step's sums: each record's share P_ij
     sits at its minimum D_ij and P's rows sum to 1, so sum(rowMins(D)) = sum(P * D) =
-    sum_j (counts_j ||c_j||^2 - 2 c_j . sums_j) -- no second pass over X."""
-    return sum_x2 + float(np.sum(counts * np.sum(C * C, axis=1) - 2.0 * np.sum(C * sums, axis=1)))
+    sum_j (counts_j ||c_j||^2 - 2 c_j . sums_j) -- no second pass over X. A sum of squares:
+    where it cancels to a negative number (records on their centroids) it is 0."""
+    cross = float(np.sum(counts * np.sum(C * C, axis=1) - 2.0 * np.sum(C * sums, axis=1)))
+    return max(sum_x2 + cross, 0.0)
 
 
 @fm.jit
 def _nearest(X, C):
     D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
     return fm.argmax(-D, axis=1), fm.min(D, axis=1)
+
+
+def _balanced(X, C):
+    """(c * X, c * C, c) for the power of two c that keeps the squared distances of tiny or
+    huge records from under- or overflowing (exact: every distance scales by c**2)."""
+    c = balancing_scale(max(max_abs(X), max_abs(C)))
+    return (X, C, c) if c == 1.0 else (X * c, C * c, c)
 
 
 class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
@@ -93,6 +104,8 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
             )
         rng = check_random_state(self.random_state)
         sw_column = weight_column(sw)
+        scale = balancing_scale(max_abs(X))  # the centroids found on scale * X, by scale
+        X = X if scale == 1.0 else X * scale
         results = []
         with self._fusion_scope():
             sum_x2 = weighted_square_sum(X, sw)
@@ -112,10 +125,18 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         # the fusion plan's summation order): the first of those wins, so labels do not hinge on it
         best = min(r[1] for r in converged)
         _, wcss, C, n_iter = next(r for r in converged if r[1] <= best + 1e-9 * abs(best))
-        self.cluster_centers_, self.inertia_, self.n_iter_ = C, wcss, n_iter
         with self._fusion_scope():
             labels, _ = _nearest(X, C)
-        self.labels_ = labels
+        self.cluster_centers_, self.inertia_ = C / scale, wcss / scale / scale
+        self.labels_, self.n_iter_ = labels, n_iter
+        distinct = len(np.unique(C, axis=0))
+        if distinct < self.n_clusters:
+            warnings.warn(  # as sklearn's KMeans
+                f"Number of distinct clusters ({distinct}) found smaller than "
+                f"n_clusters ({self.n_clusters}). Possibly due to duplicate points in X.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     def _seed(self, X, sw, rng):
@@ -154,7 +175,8 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
             counts = np.asarray(counts).ravel()
             wcss = _wcss(C, sums, counts, sum_x2)
             self._log(f"run {run + 1}, iteration {it - 1}: centroid WCSS {wcss:.10g}")
-            if wcss_old - wcss < self.tol * wcss:
+            # <=: a WCSS of 0 (every record on its centroid) cannot decrease any further
+            if wcss_old - wcss <= self.tol * wcss:
                 return 1, wcss, C, it
             if it >= self.max_iter:
                 return 2, wcss, C, it
@@ -166,27 +188,27 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
     def predict(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X, C, _ = _balanced(as_float_matrix(X), self.cluster_centers_)
         with self._fusion_scope():
-            labels, _ = _nearest(as_float_matrix(X), self.cluster_centers_)
+            labels, _ = _nearest(X, C)
         return labels
 
     def transform(self, X):
         """Euclidean distances to every cluster center."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        X = as_float_matrix(X)
+        X, C, c = _balanced(as_float_matrix(X), self.cluster_centers_)
         x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
-        C = self.cluster_centers_
         D = x2[:, None] - 2 * np.asarray(X @ C.T) + np.sum(C * C, axis=1)
-        return np.sqrt(np.maximum(D, 0.0))
+        return np.sqrt(np.maximum(D, 0.0)) / c
 
     def score(self, X, y=None, sample_weight=None):
         """Minus the (weighted) sum of squared distances of X's records to their nearest center."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        X = as_float_matrix(X)
         sw = sample_weights(sample_weight, X)
+        X, C, c = _balanced(as_float_matrix(X), self.cluster_centers_)
         with self._fusion_scope():
-            _, nearest = _nearest(X, self.cluster_centers_)
+            _, nearest = _nearest(X, C)
             x2 = weighted_square_sum(X, sw)
-        return -(x2 + float(np.sum(sw * np.ravel(nearest))))
+        return -(x2 + float(np.sum(sw * np.ravel(nearest)))) / c / c

@@ -10,6 +10,7 @@ one-vs-rest.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -17,7 +18,9 @@ from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     append_ones,
     as_float_matrix,
+    rescaled,
     sample_weights,
+    unscaled_coefficients,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -44,14 +47,23 @@ def _line_search_terms(Y, sw, Xw, Xd, step, wd, dd):
 
 
 @fm.jit
-def _update(X, Y, sw, Xw, Xd, w, s, step, reg):
+def _update(X, Y, sw, Xw, Xd, w, s, step, lam):
+    """``lam``: each weight's penalty."""
     w = w + step * s
     Xw = Xw + step * Xd
     out = 1 - Y * Xw
     out = (out > 0) * out
-    obj = 0.5 * fm.sum(sw * out * out) + reg / 2 * fm.sum(w * w)
-    grad = X.T @ (sw * out * Y) - reg * w
+    obj = 0.5 * fm.sum(sw * out * out) + 0.5 * fm.sum(lam * w * w)
+    grad = X.T @ (sw * out * Y) - lam * w
     return w, Xw, obj, grad
+
+
+def _squared_norm_ratio(a, b) -> float:
+    """||a||^2 / ||b||^2 for b != 0, with both scaled by one power of two (exact) so that
+    neither squared norm under- or overflows."""
+    e = math.frexp(float(np.max(np.abs(b))))[1]
+    a, b = np.ldexp(a, -e), np.ldexp(b, -e)
+    return float(a @ a) / float(b @ b)
 
 
 class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -87,47 +99,50 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"L2SVM needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
             )
-        X = as_float_matrix(X)
+        reg = float(self.reg)
+        X, c = rescaled(as_float_matrix(X), reg)
+        lam = np.full(X.shape[1] + self.fit_intercept, reg * c * c)
         if self.fit_intercept:
             X = append_ones(X)
+            lam[-1] = reg
         columns = [self.classes_[1:]] if len(self.classes_) == 2 else self.classes_
         weights, iters = [], []
         with self._fusion_scope():
             for positive in columns:
                 Y = np.where(y == positive, 1.0, -1.0)
-                w, n_iter = self._fit_binary(X, Y, sw)
+                w, n_iter = self._fit_binary(X, Y, sw, lam)
                 weights.append(w)
                 iters.append(n_iter)
         W = np.array(weights)  # (classes or 1, features [+ 1])
         d = self.n_features_in_
-        self.coef_ = W[:, :d]
+        self.coef_ = unscaled_coefficients(W[:, :d], c, "L2SVM")
         self.intercept_ = W[:, d] if self.fit_intercept else np.zeros(len(W))
         self.n_iter_ = max(iters)
         return self
 
-    def _fit_binary(self, X, Y, sw):
-        reg, tol = float(self.reg), float(self.tol)
+    def _fit_binary(self, X, Y, sw, lam):
+        tol = float(self.tol)
         w = np.zeros(X.shape[1])
         g_old = np.asarray(X.T @ (sw * Y)).ravel()
         s = g_old.copy()
         Xw = np.zeros(X.shape[0])
+        if not np.any(s):
+            return w, 0  # the gradient vanishes at w = 0: the minimizer
         for it in range(1, self.max_iter + 1):
-            Xd = _direction(X, s)
-            wd, dd = reg * float(w @ s), reg * float(s @ s)
-            step, inner = 0.0, 0
-            while inner < self.max_inner_iter:
-                g, h = _line_search_terms(Y, sw, Xw, Xd, step, wd, dd)
-                step -= g / h
-                inner += 1
-                if not g * g / h >= tol:
-                    break
-            w, Xw, obj, g_new = _update(X, Y, sw, Xw, Xd, w, s, step, reg)
+            # the line search runs along s scaled by a power of two (exact) to a largest entry
+            # in [0.5, 1): its curvature terms (s's squares) neither under- nor overflow
+            d = np.ldexp(s, -math.frexp(float(np.max(np.abs(s))))[1])
+            Xd = _direction(X, d)
+            wd, dd = float(w @ (lam * d)), float(d @ (lam * d))
+            step, inner = self._line_search(Y, sw, Xw, Xd, wd, dd, tol)
+            w, Xw, obj, g_new = _update(X, Y, sw, Xw, Xd, w, d, step, lam)
             self._log(f"iter {it}: {inner} line-search steps, objective {obj:.10g}")
-            converged = not (step * float(s @ g_old) >= tol * obj and float(s @ s) != 0)
-            s = float(g_new @ g_new) / float(g_old @ g_old) * s + g_new
-            g_old = g_new
-            if converged:
+            if not step * float(d @ g_old) >= tol * obj:
                 return w, it
+            s = _squared_norm_ratio(g_new, g_old) * s + g_new
+            g_old = g_new
+            if not np.any(s):
+                return w, it  # a stationary point
         if tol > 0:
             warnings.warn(
                 f"L2SVM did not converge in max_iter={self.max_iter} iterations",
@@ -135,6 +150,19 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
         return w, self.max_iter
+
+    def _line_search(self, Y, sw, Xw, Xd, wd, dd, tol):
+        """Newton steps on the step size: (step, number of steps)."""
+        step, inner = 0.0, 0
+        while inner < self.max_inner_iter:
+            g, h = _line_search_terms(Y, sw, Xw, Xd, step, wd, dd)
+            inner += 1
+            if not h > 0:
+                break  # no penalty and no support vector along the line: it is flat there
+            step -= g / h
+            if not g * g / h >= tol:
+                break
+        return step, inner
 
     def decision_function(self, X):
         check_is_fitted(self)

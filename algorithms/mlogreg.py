@@ -19,7 +19,9 @@ from fusedml.algorithms._base import (
     append_ones,
     as_float_matrix,
     max_row_norm,
+    rescaled,
     sample_weights,
+    unscaled_coefficients,
     weight_column,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -92,27 +94,26 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"MLogReg needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
             )
-        X = as_float_matrix(X)
+        reg = float(self.reg)
+        X, c = rescaled(as_float_matrix(X), reg)
+        lam = np.full((X.shape[1] + self.fit_intercept, 1), reg * c * c)
         if self.fit_intercept:
             X = append_ones(X)
+            lam[-1] = 0.0
         Y = np.zeros((X.shape[0], len(self.classes_)))
         Y[np.arange(X.shape[0]), codes] = 1.0
         with self._fusion_scope():
-            B = self._newton(X, Y, sw)
+            B = self._newton(X, Y, sw, lam)
         d = self.n_features_in_
         coef = np.vstack([B.T, np.zeros((1, B.shape[0]))])  # the baseline class: zeros
-        self.coef_ = coef[:, :d]
+        self.coef_ = unscaled_coefficients(coef[:, :d], c, "MLogReg")
         self.intercept_ = coef[:, d] if self.fit_intercept else np.zeros(len(coef))
         return self
 
-    def _newton(self, X, Y, sw):
+    def _newton(self, X, Y, sw, lam):
         n, D = X.shape
         K = Y.shape[1] - 1
         Yk, yb = Y[:, :K], Y[:, K:]
-        lam = np.full((D, 1), float(self.reg))
-        if self.fit_intercept:
-            lam[-1] = 0.0
-        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw)
         B = np.zeros((D, K))
         P = np.full((n, K), 1.0 / (K + 1))
         obj = (n if np.isscalar(sw) else float(np.sum(sw))) * math.log(K + 1)
@@ -120,7 +121,10 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         norm_grad = norm_grad0 = float(np.sqrt(np.sum(grad**2)))
         max_inner = self.max_inner_iter or D * K
         self._log(f"initial objective {obj:.10g}, gradient norm {norm_grad:.10g}")
-        it, converged = 1, norm_grad < self.tol
+        # <=: a zero gradient (e.g. all-zero X) is converged even at tol = 0; it leaves no
+        # direction to search (and X no row norm to size the trust region by)
+        it, converged = 1, norm_grad <= self.tol
+        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw) if not converged else 0.0
         while not converged and it <= self.max_iter:
             S, R, boundary = self._trust_region_step(
                 X, P, sw, lam, grad, norm_grad, delta, max_inner
@@ -131,7 +135,8 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             P_new, loss = _probabilities(X, Yk, yb, B_new, sw)
             obj_new = loss + 0.5 * float(np.sum(lam * B_new**2))
             actred = obj - obj_new
-            rho = actred / qk
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                rho = np.float64(actred) / qk  # as SystemDS's doubles: 0/0 rejects the step
             snorm = float(np.sqrt(np.sum(S**2)))
             if it == 1:
                 delta = min(delta, snorm)
@@ -152,7 +157,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             self._log(f"iter {it}: objective {obj:.10g}, gradient norm {norm_grad:.10g}")
             it += 1
             small_change = abs(actred) < (abs(obj) + abs(obj_new)) * 1e-14
-            converged = norm_grad < self.tol * norm_grad0 or (not boundary and small_change)
+            converged = norm_grad <= self.tol * norm_grad0 or (not boundary and small_change)
         self.n_iter_ = it - 1
         if not converged and self.tol > 0:
             warnings.warn(
@@ -168,14 +173,20 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         S = np.zeros_like(grad)
         R = -grad
         V = R.copy()
-        delta2 = delta**2
+        delta2 = delta * delta  # not **: Python raises OverflowError where * gives inf
         norm_r2 = float(np.sum(R**2))
         inner, done, boundary = 1, math.sqrt(norm_r2) <= PSI * norm_grad, False
         while not done:
             HV = _hessian_times(X, P, V, sw) + lam * V
-            alpha = norm_r2 / float(np.sum(V * HV))
-            S_new = S + alpha * V
-            if float(np.sum(S_new**2)) <= delta2:
+            vhv = float(np.sum(V * HV))
+            # no curvature along V (no penalty, saturated probabilities): the model is linear
+            # along it and its minimizer lies on the boundary
+            interior = vhv > 0
+            if interior:
+                alpha = norm_r2 / vhv
+                S_new = S + alpha * V
+                interior = float(np.sum(S_new**2)) <= delta2
+            if interior:
                 S = S_new
                 R = R - alpha * HV
                 old, norm_r2 = norm_r2, float(np.sum(R**2))
@@ -184,7 +195,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             else:
                 boundary = True
                 sv, v2, s2 = float(np.sum(S * V)), float(np.sum(V**2)), float(np.sum(S**2))
-                rad = math.sqrt(sv**2 + v2 * (delta2 - s2))
+                rad = math.sqrt(sv * sv + v2 * (delta2 - s2))
                 alpha = (delta2 - s2) / (sv + rad) if sv >= 0 else (rad - sv) / v2
                 S = S + alpha * V
                 R = R - alpha * HV
