@@ -5,8 +5,9 @@ node's value in the format its meta names.
 
 The kernel modules are imported through the content-addressed kernel cache (as generated kernels
 are), keyed by their source *and* the shared helpers they inline (``_common.py`` and
-``fusedml.codegen.cellops``): numba's own ``cache=True`` keys a function by its own file only, so
-an edited helper would otherwise leave stale machine code behind. Each module is loaded on first use.
+``fusedml.codegen.cellops``): numba's own ``cache=True`` keys a function by its own file only,
+so an edited helper would otherwise leave stale machine code behind. Each module is loaded on
+first use.
 """
 
 from __future__ import annotations
