@@ -6,6 +6,7 @@ Public API (DESIGN.md section 3); everything else is internal.
 from fusedml._config import FUSION_MODES, config, get_config
 from fusedml._errors import (
     FusedMLError,
+    KernelCacheWarning,
     KernelFallbackWarning,
     RewriteCycleError,
     ShapeError,
@@ -54,7 +55,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FUSION_MODES", "Expr", "FusedMLError", "FusedOp",
-    "KernelFallbackWarning", "Plan",
+    "KernelCacheWarning", "KernelFallbackWarning", "Plan",
     "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "config",
     "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",

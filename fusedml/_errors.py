@@ -15,3 +15,7 @@ class RewriteCycleError(FusedMLError, RuntimeError):
 
 class KernelFallbackWarning(UserWarning):
     """A generated kernel failed to build or run; its operator ran through the reference."""
+
+
+class KernelCacheWarning(UserWarning):
+    """The kernel cache cannot be used as configured; kernels still compile and run."""

@@ -44,6 +44,7 @@ from numba.core.dispatcher import Dispatcher
 
 from fusedml import _stats
 from fusedml._config import get_config
+from fusedml._errors import KernelCacheWarning
 from fusedml.codegen.skeletons import Kernel
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
@@ -52,10 +53,6 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
 # threads then compete with spinning workers for the cores (2-5x slower iteration bodies on this
 # 2-core machine). Read when libgomp loads (the first parallel kernel); a user's setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-class KernelCacheWarning(UserWarning):
-    """The kernel cache cannot be used as configured; kernels still compile and run."""
 
 
 _lock = threading.Lock()
