@@ -110,8 +110,7 @@ def weight_column(sw):
 def max_row_norm(X, sw) -> float:
     """The largest Euclidean row norm among the records that carry weight (the initial trust
     region of MLogReg and GLM; a record of weight 0 is as absent)."""
-    c = balancing_scale(max_abs(X))  # squares of tiny or huge entries would under-/overflow
-    X = X if c == 1.0 else X * c
+    X, c = rescaled(X, 0.0)  # squares of tiny or huge entries would under-/overflow
     return float(np.sqrt(_row_squares(X, weight_column(sw))[0])) / c
 
 

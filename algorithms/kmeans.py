@@ -16,6 +16,7 @@ from fusedml.algorithms._base import (
     as_float_matrix,
     balancing_scale,
     max_abs,
+    rescaled,
     sample_weights,
     weight_column,
     weighted_square_sum,
@@ -104,8 +105,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
             )
         rng = check_random_state(self.random_state)
         sw_column = weight_column(sw)
-        scale = balancing_scale(max_abs(X))  # the centroids found on scale * X, by scale
-        X = X if scale == 1.0 else X * scale
+        X, scale = rescaled(X, 0.0)  # the centroids found on scale * X, by scale
         results = []
         with self._fusion_scope():
             sum_x2 = weighted_square_sum(X, sw)
