@@ -43,6 +43,10 @@ COST_FIELDS = (
     "read_bandwidth_bytes_per_s",
     "write_bandwidth_bytes_per_s",
     "flops_per_s",
+    "numpy_read_bandwidth_bytes_per_s",
+    "numpy_write_bandwidth_bytes_per_s",
+    "numpy_flops_per_s",
+    "serial_below_s",
     "dispatch_s",
     "compile_s",
     "compile_amortization_calls",
@@ -60,6 +64,10 @@ class Config:
     read_bandwidth_bytes_per_s: float | None = None
     write_bandwidth_bytes_per_s: float | None = None
     flops_per_s: float | None = None
+    numpy_read_bandwidth_bytes_per_s: float | None = None
+    numpy_write_bandwidth_bytes_per_s: float | None = None
+    numpy_flops_per_s: float | None = None
+    serial_below_s: float | None = None
     dispatch_s: float | None = None
     compile_s: float | None = None
     compile_amortization_calls: float | None = None

@@ -94,7 +94,14 @@ def _fused_ops(result: SelectionResult | None, model: CostModel) -> tuple[FusedO
     if result is None:
         return ()
     return tuple(
-        FusedOp(op.type.label, op.roots, op.nodes, construct(op), model.operator(op))
+        FusedOp(
+            op.type.label,
+            op.roots,
+            op.nodes,
+            construct(op),
+            model.operator(op),
+            model.runs_parallel(op),
+        )
         for op in result.selection.operators
     )
 

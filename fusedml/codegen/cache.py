@@ -14,9 +14,8 @@ A kernel's source is written to ``<cache_dir>/kernels/k_<sha256>.py`` and import
   with one warning.
 
 Concurrent writers (processes or threads) are safe: every file is written to a unique temporary
-name and renamed over its target, and all writers of a file write the same bytes. Threading: the
-``threadsafe`` numba layer (OpenMP or TBB) unless NUMBA_THREADING_LAYER says otherwise, so kernels
-can run from several Python threads.
+name and renamed over its target, and all writers of a file write the same bytes. The threading
+layer and the OpenMP threads' idle policy are set in ``fusedml.runtime.threads``.
 """
 
 from __future__ import annotations
@@ -46,14 +45,6 @@ from fusedml import _stats
 from fusedml._config import get_config
 from fusedml._errors import KernelCacheWarning
 from fusedml.codegen.skeletons import Kernel
-
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER = "threadsafe"
-# Idle OpenMP workers sleep instead of spinning: kernels alternate with numpy/BLAS calls whose own
-# threads then compete with spinning workers for the cores (2-5x slower iteration bodies on this
-# 2-core machine). Read when libgomp loads (the first parallel kernel); a user's setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 
 _lock = threading.Lock()
 _memory: dict[Hashable, tuple[Callable[..., Any], Kernel]] = {}

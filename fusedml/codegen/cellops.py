@@ -16,10 +16,15 @@ carry ``SOURCE_DIGEST`` (see ``skeletons.PRELUDE``): a change here is a new kern
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
@@ -124,3 +129,36 @@ def minimum(a, b):
 @numba.njit(**_STRICT)
 def maximum(a, b):
     return a if (a > b or a != a) else b
+
+
+# Memory. An array that numba allocates is backed by 4 KB pages, faulted in one at a time when the
+# kernel's threads first write it, and concurrent faults serialize in the kernel: a parallel
+# kernel writing a fresh 160 MB result ran 3.6x slower than into an array numpy allocated (numpy
+# asks for transparent huge pages on arrays of 4 MB and more). ``huge_pages`` asks the same.
+_HUGE_PAGE = np.uint64(2 << 20)
+_MADV_HUGEPAGE = 14 if sys.platform.startswith("linux") else -1
+
+
+@intrinsic
+def _madvise(typingctx, address, length, advice):
+    def codegen(context, builder, signature, args):
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.IntType(32), [i8p, ir.IntType(64), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "madvise")  # libc, by name
+        start = builder.inttoptr(args[0], i8p)
+        return builder.call(fn, [start, args[1], builder.trunc(args[2], ir.IntType(32))])
+
+    return types.int32(types.uint64, types.uint64, types.int64), codegen
+
+
+@numba.njit(**_STRICT)
+def huge_pages(a):
+    """Advise transparent huge pages for the whole 2 MB pages inside a fresh array of 4 MB or
+    more (a hint: failure changes nothing)."""
+    nbytes = np.uint64(a.size * a.itemsize)
+    if _MADV_HUGEPAGE >= 0 and nbytes >= np.uint64(4 << 20):
+        base = np.uint64(a.ctypes.data)
+        start = (base + _HUGE_PAGE - np.uint64(1)) // _HUGE_PAGE * _HUGE_PAGE
+        end = (base + nbytes) // _HUGE_PAGE * _HUGE_PAGE
+        if end > start:
+            _madvise(start, end - start, _MADV_HUGEPAGE)

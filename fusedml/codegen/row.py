@@ -311,6 +311,7 @@ class _Sink:
         out, partial = f"out{k}", f"partial{k}"
         if kind in ("no_agg", "no_agg_b1", "row_agg"):
             head(1, f"{out} = np.empty((m, {cols}))")
+            head(1, f"f.huge_pages({out})")
             tail(3, f"for q in range({rb.size(cols)}):")
             tail(4, f"{out}[i, q] = {at('q')}")
         elif kind == "col_agg":

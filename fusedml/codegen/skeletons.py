@@ -201,10 +201,12 @@ def cell_kernel(
     k = len(values)
     if kinds == "none":
         src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
+        src(1, "f.huge_pages(out)")
     elif kinds == "full":
         src(1, f"partial = np.empty((nchunk, {k}))")
     elif kinds == "row":
         src(1, "out = np.empty(m)")
+        src(1, "f.huge_pages(out)")
     else:
         src(1, "partial = np.empty((nchunk, n))")
         src(1, "counts = np.zeros((nchunk, n))")
@@ -332,9 +334,11 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
         src(1, "partial = np.zeros(nchunk)")
     elif kind == "cellwise":
         src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
+        src(1, "f.huge_pages(out)")
     elif kind == "right":
         rmat = param[root.inputs[1]]
-        src(1, f"out = np.zeros((m, {rmat.ncols()}))")
+        src(1, f"out = np.empty((m, {rmat.ncols()}))")
+        src(1, "f.huge_pages(out)")
     else:
         lmat = param[root.inputs[1]]
         src(1, f"partial = np.zeros((nchunk, n, {lmat.ncols()}))")
@@ -342,6 +346,8 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
     _buffers(params, main, src, 2)
+    if kind == "right":  # each chunk zeroes its own rows: first touch in parallel
+        src(2, "out[lo:hi, :] = 0.0")
     src(2, "acc = 0.0")
     loop = Source()  # the i loop; a dense driver's is blocked over columns below
     loop(2, "for i in range(lo, hi):")

@@ -23,6 +23,7 @@ class FusedOp:
     nodes: frozenset[Node]  # the DAG nodes it covers
     cplan: CPlan
     estimated_cost_s: float
+    parallel: bool = True  # False: too little work for a parallel launch, runs on one thread
 
     @property
     def inputs(self) -> tuple[Node, ...]:
@@ -45,7 +46,7 @@ class FusedOp:
         return (
             f"{self.template.upper()}[{self.cplan.kind}{agg}{safe}] -> {roots} "
             f"<- main %{index[self.main_input]}; inputs [{ins}]; covers {len(self.nodes)} node(s); "
-            f"cost~{self.estimated_cost_s * 1e3:.3g} ms"
+            f"cost~{self.estimated_cost_s * 1e3:.3g} ms{'' if self.parallel else ', one thread'}"
         )
 
 

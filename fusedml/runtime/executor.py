@@ -24,6 +24,7 @@ from fusedml.ir.ops import Op
 from fusedml.runtime import hand
 from fusedml.runtime.fused import SUPPORTED, run
 from fusedml.runtime.reference import Value, evaluate_node
+from fusedml.runtime.threads import share_blas_pool, threads
 
 
 class BindingError(ValueError):
@@ -86,7 +87,8 @@ def _failure(exc: Exception) -> str:
 def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     if get_config().codegen and op.cplan.template in SUPPORTED:
         try:
-            return run(op, values)
+            with threads(op.parallel):
+                return run(op, values)
         except Exception as exc:  # never a wrong answer: the reference computes this operator
             _stats.bump("kernel_fallbacks")
             key = op.cplan.key
@@ -134,6 +136,7 @@ def execute(plan: Plan, bindings: Mapping[Node, Value]) -> list[Value]:
         uses.update(step.inputs)
     keep = set(dag.roots)
     values: dict[Node, Value] = {}
+    share_blas_pool()  # BLAS products and kernels on one pool of threads (runtime/threads.py)
     with _stats.timed("execute"):
         for leaf in dag.leaves:
             try:

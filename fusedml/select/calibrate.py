@@ -1,7 +1,8 @@
 """``fusedml calibrate``: measure this machine's cost-model constants and store them.
 
-Read and write bandwidth from numpy streaming over arrays far larger than the caches, the flop rate
-of a compiled parallel loop (what generated kernels are), the per-operator dispatch overhead of a
+Read and write bandwidth of numpy's one-thread loops and of a compiled parallel loop (what generated
+kernels are) streaming over arrays far larger than the caches, the flop rate of a compiled loop on
+all cores and on one (numpy's elementwise loops run on one), the per-operator dispatch overhead of a
 tiny numpy call, and the compile time of a small parallel numba kernel. Each is the median of
 several repetitions; the machine may be shared and noisy.
 """
@@ -27,11 +28,40 @@ def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _bandwidths(size_bytes: int, repeats: int) -> tuple[float, float]:
+def _bandwidths(size_bytes: int, repeats: int) -> tuple[float, float, float, float]:
+    """(read, write) of numpy's one-thread loops, then of a parallel compiled loop."""
     big = np.ones(size_bytes // 8)
     read = big.nbytes / _median_seconds(big.sum, repeats)
     write = big.nbytes / _median_seconds(lambda: big.fill(0.5), repeats)
-    return read, write
+    stream_sum, stream_fill = _stream_kernels()
+    par_read = big.nbytes / _median_seconds(lambda: stream_sum(big), repeats)
+    par_write = big.nbytes / _median_seconds(lambda: stream_fill(big, 0.5), repeats)
+    return read, write, par_read, par_write
+
+
+def _stream_kernels():
+    import numba
+
+    chunks = 64
+
+    @numba.njit(parallel=True, fastmath={"reassoc"})
+    def stream_sum(x):
+        n, part = x.shape[0], np.zeros(chunks)
+        for c in numba.prange(chunks):
+            acc = 0.0
+            for i in range(np.uint64(c * n // chunks), np.uint64((c + 1) * n // chunks)):
+                acc += x[i]
+            part[c] = acc
+        return part.sum()
+
+    @numba.njit(parallel=True)
+    def stream_fill(x, v):
+        n = x.shape[0]
+        for c in numba.prange(chunks):
+            for i in range(np.uint64(c * n // chunks), np.uint64((c + 1) * n // chunks)):
+                x[i] = v
+
+    return stream_sum, stream_fill
 
 
 def _flop_kernel():
@@ -81,11 +111,19 @@ def measure(
 ):
     """``dispatch_probe(k)`` runs k unfused operators on tiny data; the marginal time per operator
     is the dispatch overhead (without a probe: a bare numpy call's)."""
-    read, write = _bandwidths(size_bytes, repeats)
+    import numba
+
+    read, write, par_read, par_write = _bandwidths(size_bytes, repeats)
     kernel = _flop_kernel()
     x = np.ones(1 << 14)
     reps = 256
     flops = 4.0 * x.shape[0] * reps / _median_seconds(lambda: kernel(x, reps), repeats)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # numpy's loops: one core
+    try:
+        one_core = 4.0 * x.shape[0] * reps / _median_seconds(lambda: kernel(x, reps), repeats)
+    finally:
+        numba.set_num_threads(threads)
     if dispatch_probe is None:
         one = np.ones(1)
         dispatch = _median_seconds(lambda: [np.add(one, one) for _ in range(1000)], repeats) / 1000
@@ -94,9 +132,12 @@ def measure(
         long = _median_seconds(lambda: dispatch_probe(110), repeats)
         dispatch = max(long - short, 0.0) / 100
     values = {
-        "read_bandwidth_bytes_per_s": read,
-        "write_bandwidth_bytes_per_s": write,
+        "read_bandwidth_bytes_per_s": par_read,
+        "write_bandwidth_bytes_per_s": par_write,
         "flops_per_s": flops,
+        "numpy_read_bandwidth_bytes_per_s": read,
+        "numpy_write_bandwidth_bytes_per_s": write,
+        "numpy_flops_per_s": one_core,
         "dispatch_s": dispatch,
     }
     if measure_compile:

@@ -17,7 +17,7 @@ by (node, cut edges below it) across all cut sets of a search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fusedml.fusion.memo import MemoEntry, MemoTable
@@ -62,8 +62,11 @@ class PlanSpace:
     """The memo table indexed for fast plan construction, with choice caches shared by all cut
     sets of one selection."""
 
-    def __init__(self, memo: MemoTable) -> None:
+    def __init__(self, memo: MemoTable, lone: Callable[[Candidate], bool] | None = None) -> None:
+        """``lone``: whether a fused operator of one operation without aggregation pays (SystemDS
+        never builds one; here numpy runs such an operation on one core, a kernel on all)."""
         self.memo = memo
+        self.lone = lone
         # cut sets are bit masks over the fusable edges: cheap to intersect and to hash
         self.bit: dict[Edge, int] = {}
         self.options: dict[Node, tuple[_Option, ...]] = {}
@@ -208,21 +211,25 @@ class Planner:
         if root is not None:
             nodes = self.cover(node, root)
             aggregated = root.entry.close is CloseType.CLOSED_VALID
-            if len(nodes) > 1 or aggregated:  # one operation without aggregation: leave to numpy
-                # literals stay in the operator's body; everything else it reads is an input
-                # in DAG order, so that kernels' parameter order is the same in every process
-                index = self.space.memo.dag.index
-                inputs = tuple(
-                    dict.fromkeys(
-                        i
-                        for n in sorted(nodes, key=index.__getitem__)
-                        for i in n.inputs
-                        if i not in nodes and i.op is not Op.CONST
-                    )
+            # literals stay in the operator's body; everything else it reads is an input in DAG
+            # order, so that kernels' parameter order is the same in every process
+            index = self.space.memo.dag.index
+            inputs = tuple(
+                dict.fromkeys(
+                    i
+                    for n in sorted(nodes, key=index.__getitem__)
+                    for i in n.inputs
+                    if i not in nodes and i.op is not Op.CONST
                 )
-                op = Candidate(root.entry.type, (node,), nodes, inputs, aggregated)
+            )
+            op = Candidate(root.entry.type, (node,), nodes, inputs, aggregated)
+            # one operation without aggregation: numpy's, unless the policy finds it pays
+            lone = self.space.lone
+            if len(nodes) > 1 or aggregated or (lone is not None and lone(op)):
                 # equal operators reached under different cut sets are one object (costed once)
                 op = self.space._candidates.setdefault((op.type, node, nodes, aggregated), op)
+            else:
+                op = None
         cache[key] = op
         return op
 

@@ -17,9 +17,18 @@ CALIBRATION_FILE = "calibration.json"
 class CostConstants:
     # Defaults: what `fusedml calibrate` measured on the 2-core CI machine (rounded); run it to
     # measure yours. SystemDS assumes 32 GB/s read, 2 GB/s write and 2 GFLOP/s per core.
+    # generated kernels and BLAS products: all cores
     read_bandwidth_bytes_per_s: float = 1e10
     write_bandwidth_bytes_per_s: float = 8e9
-    flops_per_s: float = 4e9  # all cores, a compiled parallel loop
+    flops_per_s: float = 4e9  # a compiled parallel loop
+    # numpy's elementwise loops and reductions and scipy.sparse: one core. Measured here against a
+    # parallel numba loop on 2 cores: 0.46x its read and 0.9x its write bandwidth, 0.5x its flops.
+    numpy_read_bandwidth_bytes_per_s: float = 5e9
+    numpy_write_bandwidth_bytes_per_s: float = 7e9
+    numpy_flops_per_s: float = 2e9
+    # a kernel with less work runs on one thread: waking the others costs more than it saves
+    # (2-60 us here, depending on whether they still spin)
+    serial_below_s: float = 2e-5
     dispatch_s: float = 1e-5  # the executor's overhead per operator it runs
     compile_s: float = 0.35  # numba compile of one parallel kernel (a plan-cache miss)
     compile_amortization_calls: float = 1000.0  # calls a compiled kernel is expected to serve

@@ -5,6 +5,10 @@ Per fused operator (SystemDS V2, reference/systemds-codegen.md section 4.3):
     T = write_bytes / BW_write + max(read_bytes / BW_read, flops / F) + dispatch
         + compile_s / compile_amortization_calls      (if its kernel is not cached yet)
 
+Rates depend on where the work runs: generated kernels, BLAS products and hand-written kernels use
+every core; numpy's elementwise loops and reductions and scipy.sparse use one (``numpy_*``
+constants), so a lone elementwise operator over big data is worth fusing into a parallel kernel.
+
 Sparsity-aware: non-zeros decide the bytes of CSR data; a sparse-safe operator driven by a CSR input
 (its body's result is CSR, see ir/meta.py) reads its dense side inputs and computes only at the
 driver's non-zeros; an Outer operator computes ``U[i] . V[j]`` only at its sparse driver's
@@ -93,15 +97,36 @@ def sparse_driver(op: Candidate) -> Node | None:
     return max(csr, key=lambda i: i.meta.nnz) if csr else None
 
 
+def all_cores(n: Node) -> bool:
+    """Whether an unfused node runs on every core: dense products (BLAS) and hand-written kernels
+    do; numpy's elementwise loops and reductions and scipy.sparse run on one."""
+    if n.op is Op.HAND:
+        return True
+    return n.op is Op.MATMUL and all(i.meta.format is Format.DENSE for i in n.inputs)
+
+
 class CostModel:
     def __init__(self, constants: CostConstants) -> None:
         self.c = constants
         self._cost: dict[Candidate | Node, float] = {}  # per operator or unfused node
+        c = constants
+        self._parallel = (
+            c.read_bandwidth_bytes_per_s,
+            c.write_bandwidth_bytes_per_s,
+            c.flops_per_s,
+        )
+        self._numpy = (
+            c.numpy_read_bandwidth_bytes_per_s, c.numpy_write_bandwidth_bytes_per_s,
+            c.numpy_flops_per_s,
+        )  # fmt: skip
+        self._fastest = tuple(map(max, self._parallel, self._numpy))  # for lower bounds
 
-    def _seconds(self, write: float, read: float, flops: float) -> float:
-        c = self.c
-        io = max(read / c.read_bandwidth_bytes_per_s, flops / c.flops_per_s)
-        return write / c.write_bandwidth_bytes_per_s + io + c.dispatch_s
+    def _work(self, write: float, read: float, flops: float, parallel: bool = True, rates=None):
+        read_bw, write_bw, flop_rate = rates or (self._parallel if parallel else self._numpy)
+        return write / write_bw + max(read / read_bw, flops / flop_rate)
+
+    def _seconds(self, write: float, read: float, flops: float, parallel: bool = True) -> float:
+        return self._work(write, read, flops, parallel) + self.c.dispatch_s
 
     def unfused(self, n: Node) -> float:
         if _is_view(n):
@@ -110,7 +135,7 @@ class CostModel:
         flops = node_flops(n)
         if n.op in (Op.EXP, Op.LOG):
             flops /= max(self.c.base_exp_log_speedup, 1e-9)
-        return self._seconds(node_bytes(n), read, flops)
+        return self._seconds(node_bytes(n), read, flops, all_cores(n))
 
     def compile_seconds(self, op: Candidate) -> float:
         """Every fused operator pays its amortized compile: at selection time its kernel's
@@ -124,6 +149,20 @@ class CostModel:
         return cost
 
     def _operator(self, op: Candidate) -> float:
+        return self._seconds(*self._operator_work(op)) + self.compile_seconds(op)
+
+    def lone_pays(self, op: Candidate) -> bool:
+        """Whether one elementwise operation runs faster as a fused (parallel) operator than
+        through numpy (one core), compile included."""
+        (node,) = op.nodes
+        return node.op in ELEMENTWISE and self.operator(op) < self.unfused(node)
+
+    def runs_parallel(self, op: Candidate) -> bool:
+        """Whether the operator's work pays for a parallel launch (else it runs on one thread)."""
+        return self._work(*self._operator_work(op)) >= self.c.serial_below_s
+
+    def _operator_work(self, op: Candidate) -> tuple[float, float, float]:
+        """(write, read, flops) of a fused operator."""
         driver = sparse_driver(op)
         # transposes inside an operator are access patterns (row i of X for X.T @ y), not work
         flops = sum(node_flops(n) for n in op.nodes if n.op is not Op.TRANSPOSE)
@@ -138,7 +177,7 @@ class CostModel:
                 dense_side = driver is not None and i is not driver and i.shape == driver.shape
                 read += node_bytes(i) * (scale if dense_side else 1.0)
         write = sum(node_bytes(r) for r in op.roots)
-        return self._seconds(write, read, flops) + self.compile_seconds(op)
+        return write, read, flops
 
     def steps(self, steps: Iterable[Candidate | Node]) -> float:
         """Total cost of operators and unfused nodes (each costed once per model)."""
@@ -162,7 +201,8 @@ class CostModel:
         least at the sparsest driver's density; one dispatch. (A sum of maxima >= the maximum of
         sums.)"""
         read = (scope.read_bytes + extra_bytes) * scope.density
-        return self._seconds(scope.write_bytes + extra_bytes, read, scope.flops * scope.density)
+        write, flops = scope.write_bytes + extra_bytes, scope.flops * scope.density
+        return self._work(write, read, flops, rates=self._fastest) + self.c.dispatch_s
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class _Search:
 
     def __init__(self, memo: MemoTable, model: CostModel) -> None:
         self.memo = memo
-        self.space = PlanSpace(memo)
+        self.space = PlanSpace(memo, model.lone_pays)
         self.model = model
         self.stats = SearchStats()
         self.edges: list[Edge] = sorted(self.space.bit, key=self.space.bit.__getitem__)

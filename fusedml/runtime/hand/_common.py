@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml.codegen.cellops as f
-from fusedml.codegen import cache as _cache  # noqa: F401  (sets the threadsafe numba layer)
+from fusedml.runtime import threads as _threads  # noqa: F401  (threading layer, idle policy)
 
 CHUNKS = 64
 PARTIAL_CELLS = 1 << 22  # at most 32 MB of per-chunk partials for column/matrix aggregates

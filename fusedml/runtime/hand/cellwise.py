@@ -42,6 +42,7 @@ def _flat_sum_product(x, y, z):
 @numba.njit(**JIT)
 def _flat_axpy(x, y, s, sign):
     out = np.empty_like(x)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, ys, os = x[lo:hi], y[lo:hi], out[lo:hi]
@@ -53,6 +54,7 @@ def _flat_axpy(x, y, s, sign):
 @numba.njit(**JIT)
 def _flat_one_minus(x, y):
     out = np.empty_like(x)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, ys, os = x[lo:hi], y[lo:hi], out[lo:hi]
@@ -64,6 +66,7 @@ def _flat_one_minus(x, y):
 @numba.njit(**JIT)
 def _flat_sigmoid(x):
     out = np.empty_like(x)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, x.size, CHUNKS)
         xs, os = x[lo:hi], out[lo:hi]
@@ -234,6 +237,7 @@ def _axpy(X, Y, s, sign, ydata, yindices, yindptr, xdata, xindices, xindptr, mod
     """mode 1: Y CSR (X dense); 2: X CSR (Y dense)."""
     m, n = X.shape if mode != 2 else Y.shape
     out = np.empty((m, n))
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
@@ -267,6 +271,7 @@ def axpy(variant: str, x, s, y):
 @numba.njit(**JIT)
 def _one_minus_sparse(data, indices, indptr, m, n, other):
     out = np.empty((m, n))
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
@@ -293,6 +298,7 @@ def one_minus_product(variant: str, x, y):
 @numba.njit(**JIT)
 def _sprop_values(v):
     out = np.empty_like(v)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, v.size, CHUNKS)
         vs, os = v[lo:hi], out[lo:hi]
@@ -311,6 +317,7 @@ def sprop(variant: str, x):
 @numba.njit(**JIT)
 def _sigmoid_csr(data, indices, indptr, m, n):
     out = np.empty((m, n))
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):

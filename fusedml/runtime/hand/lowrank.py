@@ -97,9 +97,12 @@ def wsloss(variant: str, *args):
         return float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0], operand(x), u, v, 1))
     if variant == "none" and sp.issparse(x) and np.isfinite(u).all() and np.isfinite(v).all():
         # sum over all cells of (U V')^2 is sum((U'U) * (V'V)): O((m + n) k^2), not O(m n k)
-        total = float(np.sum((u.T @ u) * (v.T @ v)))
-        return total + float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0],
-                                             operand(x), u, v, 2))  # fmt: skip
+        with np.errstate(all="ignore"):
+            total = float(np.sum((u.T @ u) * (v.T @ v)))
+        total += float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0], operand(x), u, v, 2))
+        if np.isfinite(total):
+            return total
+        # an overflow inside the expansion (0 * inf): the cell-by-cell sum decides
     mode = {"post": 0, "post_nz": 1, "none": 2}[variant]
     return float(_wsloss_dense(dense(w) if mode == 0 else empty, operand(x), u, v, mode))
 
@@ -109,6 +112,7 @@ def wsloss(variant: str, *args):
 def _wsigmoid(W, data, indices, indptr, is_csr, U, V, minus, log):
     m, n = U.shape[0], V.shape[0]
     out = np.empty(data.size if is_csr else m * n)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
@@ -225,6 +229,7 @@ def wcemm(variant: str, x, u, v, eps=0.0):
 def _wumm(X, data, indices, indptr, is_csr, U, V, code, div):
     m, n = U.shape[0], V.shape[0]
     out = np.empty(data.size if is_csr else m * n)
+    f.huge_pages(out)
     for c in prange(CHUNKS):
         lo, hi = bounds(c, m, CHUNKS)
         for i in range(lo, hi):
