@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             size_bytes=args.size_mb << 20, repeats=args.repeats, dispatch_probe=_dispatch_probe
         )
         for name, value in values.items():
-            print(f"{name:30} {value:.4g}")
+            print(f"{name:34} {value:.4g}")
         print(f"stored in {path}")
     return 0
 

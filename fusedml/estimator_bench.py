@@ -63,16 +63,6 @@ SPECS = {
 }  # fmt: skip
 
 
-def _median_s(fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm-up: tracing, optimization and kernel compiles are not timed
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def data_sets(name: str) -> tuple[str, ...]:
     return ("ratings",) if name == "ALSCG" else ("dense", "sparse")
 
@@ -93,27 +83,40 @@ def cases(scale: float):
             yield name, data, *case(name, data, scale)
 
 
-def fit_seconds(name: str, X, y, mode: str, repeat: int) -> float:
-    estimator = SPECS[name].make(mode)
+def interleaved_seconds(fits: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    """Median seconds per label, after one warm-up each; the fits are timed in turns (round r
+    runs every label once), so that the noise of a shared machine hits every label alike."""
+    times: dict[str, list[float]] = {label: [] for label in fits}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fixed budgets do not converge
-        return _median_s(lambda: estimator.fit(X, y), repeat)
+        for fit in fits.values():
+            fit()
+        for _ in range(repeat):
+            for label, fit in fits.items():
+                start = time.perf_counter()
+                fit()
+                times[label].append(time.perf_counter() - start)
+    return {label: statistics.median(t) for label, t in times.items()}
 
 
-def sklearn_seconds(name: str, X, y, repeat: int) -> float | None:
+def mode_seconds(name: str, X, y, repeat: int) -> dict[str, float | None]:
+    """Fit seconds of every fusion mode and of sklearn's equivalent (None if it has none)."""
+    estimators = {m: SPECS[name].make(m) for m in fm.FUSION_MODES}
+    fits = {m: (lambda e=e: e.fit(X, y)) for m, e in estimators.items()}
     make = SPECS[name].sklearn
-    if make is None:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _median_s(lambda: make().fit(X, y), repeat)
+    if make is not None:
+        fits["sklearn"] = lambda: make().fit(X, y)
+    seconds: dict[str, float | None] = dict(interleaved_seconds(fits, repeat))
+    seconds.setdefault("sklearn", None)
+    return seconds
 
 
 def table(scale: float, repeat: int, out=None) -> list[dict]:
     out = out or sys.stdout
     modes = fm.FUSION_MODES
     print(
-        f"Estimator fit times (s, median of {repeat} after a warm-up fit), data scale {scale}: "
+        f"Estimator fit times (s, median of {repeat} after a warm-up fit, modes timed in turns), "
+        f"data scale {scale}: "
         "dense 1M x 10, sparse 200k x 1000 at 1 %, ratings 12k x 17770 at 1.2 % (x scale);\n"
         "fixed iteration budgets. 'none/gen' = speed-up of cost_based over operator-at-a-time; "
         "'gen/best' = cost_based over the fastest other mode; sklearn runs to convergence.",
@@ -124,8 +127,8 @@ def table(scale: float, repeat: int, out=None) -> list[dict]:
     print(head, file=out)
     records = []
     for name, fmt, X, y in cases(scale):
-        seconds = {m: fit_seconds(name, X, y, m, repeat) for m in modes}
-        sk = sklearn_seconds(name, X, y, repeat)
+        seconds = mode_seconds(name, X, y, repeat)
+        sk = seconds.pop("sklearn")
         gen = seconds["cost_based"]
         best = min(s for m, s in seconds.items() if m not in ("cost_based", "none"))
         record = {"estimator": name, "data": fmt, **seconds, "sklearn": sk}

@@ -32,7 +32,12 @@ def to_csr(value: object, what: str = "fm.matrix") -> sp.csr_array:
     _check_numeric(value.dtype, what)
     if value.ndim != 2:
         raise ValueError(f"{what}: expected a 2-D sparse matrix, got {value.ndim}-D")
-    csr = sp.csr_array(value, dtype=np.float64)
+    # the input itself when it can be: scipy caches the canonical-format check on the object
+    # (an O(nnz) scan), and a new wrapper per call would scan again
+    if isinstance(value, sp.csr_array) and value.dtype == np.float64:
+        csr = value
+    else:
+        csr = sp.csr_array(value, dtype=np.float64)
     if not csr.has_canonical_format:
         csr = csr.copy()
         csr.sum_duplicates()  # also sorts indices

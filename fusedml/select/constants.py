@@ -21,11 +21,12 @@ class CostConstants:
     read_bandwidth_bytes_per_s: float = 1e10
     write_bandwidth_bytes_per_s: float = 8e9
     flops_per_s: float = 4e9  # a compiled parallel loop
-    # numpy's elementwise loops and reductions and scipy.sparse: one core. Measured here against a
-    # parallel numba loop on 2 cores: 0.46x its read and 0.9x its write bandwidth, 0.5x its flops.
+    # numpy's elementwise loops and reductions and scipy.sparse: one core. `fusedml calibrate` here
+    # measured them against a parallel numba loop on 2 cores at 0.52x its read bandwidth, 0.98x its
+    # write bandwidth and 0.75x its flop rate; the defaults keep those ratios.
     numpy_read_bandwidth_bytes_per_s: float = 5e9
-    numpy_write_bandwidth_bytes_per_s: float = 7e9
-    numpy_flops_per_s: float = 2e9
+    numpy_write_bandwidth_bytes_per_s: float = 8e9
+    numpy_flops_per_s: float = 3e9
     # a kernel with less work runs on one thread: waking the others costs more than it saves
     # (2-60 us here, depending on whether they still spin)
     serial_below_s: float = 2e-5

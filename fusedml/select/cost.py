@@ -152,10 +152,11 @@ class CostModel:
         return self._seconds(*self._operator_work(op)) + self.compile_seconds(op)
 
     def lone_pays(self, op: Candidate) -> bool:
-        """Whether one elementwise operation runs faster as a fused (parallel) operator than
-        through numpy (one core), compile included."""
+        """Whether one operation that numpy or scipy.sparse runs on one core (elementwise, a
+        product with a CSR operand) runs faster as a fused, parallel operator, compile included."""
         (node,) = op.nodes
-        return node.op in ELEMENTWISE and self.operator(op) < self.unfused(node)
+        one_core = node.op in ELEMENTWISE or (node.op is Op.MATMUL and not all_cores(node))
+        return one_core and self.operator(op) < self.unfused(node)
 
     def runs_parallel(self, op: Candidate) -> bool:
         """Whether the operator's work pays for a parallel launch (else it runs on one thread)."""

@@ -134,3 +134,16 @@ def test_lone_elementwise_operators_on_big_data_become_kernels():
     np.testing.assert_allclose(
         fm.evaluate(fm.sigmoid(big)), fm.evaluate(fm.sigmoid(big), fusion="none"), rtol=1e-15
     )
+
+
+def test_a_lone_sparse_product_becomes_a_kernel_on_big_data():
+    """scipy.sparse multiplies on one core; a Row kernel on all of them."""
+    from fusedml.datasets import sparse_matrix
+
+    S = sparse_matrix(200_000, 1_000, 0.01, 0)
+    v = RNG.standard_normal(1_000)
+    expr = fm.matrix(S) @ v
+    assert [op.template for op in fm.explain(expr).operators] == ["row"]
+    want = S @ v
+    scale = np.abs(S) @ np.abs(v)  # a row's dot may be summed in another order
+    np.testing.assert_allclose(fm.evaluate(expr), want, rtol=0, atol=1e-13 * scale.max())
