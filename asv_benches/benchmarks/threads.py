@@ -13,9 +13,9 @@ from fusedml.datasets import sparse_matrix
 import fusedml as fm
 
 ROWS, COLS = 1_000_000, 20
-CSR_SHAPE, CSR_DENSITY = (200_000, 1_000), 0.01
-# every working set exceeds the 32 MB L3 here, so "alone" gains nothing from cached data
-OUTER_SHAPE, OUTER_DENSITY, RANK = (40_000, 10_000), 0.01, 10
+CSR_SHAPE, CSR_DENSITY = (500_000, 1_000), 0.01
+# every working set is at least twice the 32 MB L3 here: "alone" gains nothing from the caches
+OUTER_SHAPE, OUTER_DENSITY, RANK = (60_000, 10_000), 0.01, 10
 DENSE_OUTER_SHAPE = (4_000, 2_500)
 REPEAT = 15
 
