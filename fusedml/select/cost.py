@@ -105,6 +105,25 @@ def all_cores(n: Node) -> bool:
     return n.op is Op.MATMUL and all(i.meta.format is Format.DENSE for i in n.inputs)
 
 
+def _row_vector(n: Node) -> bool:
+    return n.op in ELEMENTWISE and not n.meta.is_scalar and n.shape[1] > 1
+
+
+def _dense_row_flops(op: Candidate) -> float:
+    """The extra work of a Row kernel over CSR rows: it computes an elementwise row vector over
+    the row's whole width, after scattering each CSR input it reads so into a zeroed scratch row
+    (codegen/row.py), where ``node_flops`` counted only non-zeros."""
+    extra = 0.0
+    scattered: set[Node] = set()
+    for n in op.nodes:
+        if not _row_vector(n):
+            continue
+        if n.meta.format is Format.CSR and n.meta.nnz < n.meta.cells:
+            extra += node_flops(n) * (n.meta.cells / max(n.meta.nnz, 1.0) - 1.0)
+        scattered.update(i for i in n.inputs if i.meta.format is Format.CSR and i not in op.nodes)
+    return extra + sum(2.0 * i.meta.cells for i in scattered)  # zero the row, then scatter
+
+
 class CostModel:
     def __init__(self, constants: CostConstants) -> None:
         self.c = constants
@@ -167,6 +186,8 @@ class CostModel:
         driver = sparse_driver(op)
         # transposes inside an operator are access patterns (row i of X for X.T @ y), not work
         flops = sum(node_flops(n) for n in op.nodes if n.op is not Op.TRANSPOSE)
+        if op.type is TemplateType.ROW:
+            flops += _dense_row_flops(op)
         read = 0.0
         if op.type is TemplateType.OUTER:
             if driver is not None:  # U[i] . V[j] only at the driver's non-zeros

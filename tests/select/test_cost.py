@@ -1,5 +1,6 @@
 """The cost model against hand-computed costs, and where its constants come from."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -84,3 +85,38 @@ def test_calibrate_measures_and_stores(tmp_path):
         )
     with open(path) as f:
         assert json.load(f).keys() == values.keys()
+
+
+def test_numpy_runs_on_one_core_blas_and_kernels_on_all():
+    constants = CostConstants(
+        read_bandwidth_bytes_per_s=4e9, write_bandwidth_bytes_per_s=2e9, flops_per_s=8e9,
+        numpy_read_bandwidth_bytes_per_s=1e9, numpy_write_bandwidth_bytes_per_s=5e8,
+        numpy_flops_per_s=2e9, dispatch_s=0.0,
+    )  # fmt: skip
+    model = CostModel(constants)
+    n = 100_000
+    X = fm.matrix(np.ones((n, 10)))
+    bytes_ = n * 10 * 8
+    # an elementwise op in numpy: one-core rates
+    assert model.unfused((X * 2.0).node) == pytest.approx(bytes_ / 5e8 + bytes_ / 1e9)
+    # a dense product in BLAS: all-core rates
+    B = fm.matrix(np.ones((10, 3)))
+    product = (X @ B).node
+    want = n * 3 * 8 / 2e9 + max((bytes_ + 240) / 4e9, 2 * n * 10 * 3 / 8e9)
+    assert model.unfused(product) == pytest.approx(want)
+    # a CSR product in scipy.sparse: one core
+    S = fm.matrix(sp.random(n, 10, density=0.1, format="csr", random_state=0))
+    sparse_product = (S @ B).node
+    assert model.unfused(sparse_product) > CostModel(
+        dataclasses.replace(constants, numpy_read_bandwidth_bytes_per_s=4e9,
+                            numpy_write_bandwidth_bytes_per_s=2e9, numpy_flops_per_s=8e9)
+    ).unfused(sparse_product)  # fmt: skip
+
+
+def test_operators_below_the_serial_threshold_run_on_one_thread():
+    small, big = (fm.matrix(np.ones((m, 10))) for m in (100, 100_000))
+    with fm.config(serial_below_s=1e-4):
+        assert not fm.explain(fm.sum(small * small * 2.0), fusion="fuse_all").operators[0].parallel
+        assert fm.explain(fm.sum(big * big * 2.0), fusion="fuse_all").operators[0].parallel
+    with fm.config(serial_below_s=0.0):
+        assert fm.explain(fm.sum(small * small * 2.0), fusion="fuse_all").operators[0].parallel
