@@ -24,7 +24,7 @@ from fusedml.ir.ops import Op
 from fusedml.runtime import hand
 from fusedml.runtime.fused import SUPPORTED, run
 from fusedml.runtime.reference import Value, evaluate_node
-from fusedml.runtime.threads import share_blas_pool, threads
+from fusedml.runtime.threads import one_thread, share_blas_pool
 
 
 class BindingError(ValueError):
@@ -87,7 +87,9 @@ def _failure(exc: Exception) -> str:
 def _run_fused(op: FusedOp, values: Mapping[Node, Value]) -> list[Value]:
     if get_config().codegen and op.cplan.template in SUPPORTED:
         try:
-            with threads(op.parallel):
+            if op.parallel:
+                return run(op, values)
+            with one_thread():  # too little work for a parallel launch
                 return run(op, values)
         except Exception as exc:  # never a wrong answer: the reference computes this operator
             _stats.bump("kernel_fallbacks")

@@ -62,8 +62,8 @@ _lock = threading.Lock()
 _pool: dict[str, object] = {}  # once tried: "setter", "parts" (kept alive), "why" when not shared
 
 
-def _numpy_openblas() -> tuple[ctypes.CDLL, ctypes._CFuncPtr] | None:
-    """numpy's private OpenBLAS (inside numpy's own package directories) and its callback setter.
+def _numpy_openblas_setter() -> ctypes._CFuncPtr | None:
+    """The callback setter of numpy's private OpenBLAS (inside numpy's own package directories).
     An OpenBLAS shared with scipy is left alone (see the module docstring)."""
     import numpy as np
     from threadpoolctl import ThreadpoolController
@@ -79,7 +79,7 @@ def _numpy_openblas() -> tuple[ctypes.CDLL, ctypes._CFuncPtr] | None:
             setter = getattr(dll, name, None)
             if setter is not None:
                 setter.argtypes, setter.restype = [ctypes.c_void_p], None
-                return dll, setter
+                return setter
     return None
 
 
@@ -92,8 +92,8 @@ def _install() -> str | None:
     parallel._launch_threads()  # loads the threading layer (and libgomp)
     if numba.threading_layer() != "omp":
         return f"numba's threading layer is {numba.threading_layer()!r}, not OpenMP"
-    found = _numpy_openblas()
-    if found is None:
+    setter = _numpy_openblas_setter()
+    if setter is None:
         return "numpy's BLAS is not a private OpenBLAS with a threads callback (0.3.28+)"
     try:
         gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
@@ -102,8 +102,8 @@ def _install() -> str | None:
     from fusedml.runtime import _blas_pool
 
     parts = _blas_pool.build(gomp)
-    _pool["parts"], _pool["setter"] = parts, found[1]
-    found[1](parts[1].address)
+    _pool["parts"], _pool["setter"] = parts, setter
+    setter(parts[1].address)
     return None
 
 
@@ -150,11 +150,8 @@ def status() -> dict[str, object]:
 
 
 @contextlib.contextmanager
-def threads(parallel: bool) -> Iterator[None]:
-    """Run the block on one thread unless ``parallel`` (never more threads than the caller's)."""
-    if parallel:
-        yield
-        return
+def one_thread() -> Iterator[None]:
+    """Run the block's parallel kernels on one thread (a count the caller lowered stays)."""
     before = numba.get_num_threads()
     if before == 1:
         yield

@@ -200,6 +200,19 @@ class Planner:
                     return o
         return chosen
 
+    def _inputs(self, nodes: frozenset[Node]) -> tuple[Node, ...]:
+        """What an operator covering ``nodes`` reads: literals stay in its body; the rest in DAG
+        order, so that kernels' parameter order is the same in every process."""
+        index = self.space.memo.dag.index
+        return tuple(
+            dict.fromkeys(
+                i
+                for n in sorted(nodes, key=index.__getitem__)
+                for i in n.inputs
+                if i not in nodes and i.op is not Op.CONST
+            )
+        )
+
     def operator_at(self, node: Node) -> Candidate | None:
         local = self._local_cut(node)
         key = (node, local)
@@ -211,25 +224,14 @@ class Planner:
         if root is not None:
             nodes = self.cover(node, root)
             aggregated = root.entry.close is CloseType.CLOSED_VALID
-            # literals stay in the operator's body; everything else it reads is an input in DAG
-            # order, so that kernels' parameter order is the same in every process
-            index = self.space.memo.dag.index
-            inputs = tuple(
-                dict.fromkeys(
-                    i
-                    for n in sorted(nodes, key=index.__getitem__)
-                    for i in n.inputs
-                    if i not in nodes and i.op is not Op.CONST
-                )
-            )
-            op = Candidate(root.entry.type, (node,), nodes, inputs, aggregated)
-            # one operation without aggregation: numpy's, unless the policy finds it pays
+            single = len(nodes) == 1 and not aggregated  # numpy's, unless the policy finds it pays
             lone = self.space.lone
-            if len(nodes) > 1 or aggregated or (lone is not None and lone(op)):
-                # equal operators reached under different cut sets are one object (costed once)
-                op = self.space._candidates.setdefault((op.type, node, nodes, aggregated), op)
-            else:
-                op = None
+            if not single or lone is not None:
+                op = Candidate(root.entry.type, (node,), nodes, self._inputs(nodes), aggregated)
+                if single and not lone(op):
+                    op = None
+                else:  # equal operators reached under different cut sets are one object
+                    op = self.space._candidates.setdefault((op.type, node, nodes, aggregated), op)
         cache[key] = op
         return op
 

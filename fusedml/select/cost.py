@@ -128,6 +128,7 @@ class CostModel:
     def __init__(self, constants: CostConstants) -> None:
         self.c = constants
         self._cost: dict[Candidate | Node, float] = {}  # per operator or unfused node
+        self._op_work: dict[Candidate, tuple[float, float, float]] = {}
         c = constants
         self._parallel = (
             c.read_bandwidth_bytes_per_s,
@@ -140,12 +141,13 @@ class CostModel:
         )  # fmt: skip
         self._fastest = tuple(map(max, self._parallel, self._numpy))  # for lower bounds
 
-    def _work(self, write: float, read: float, flops: float, parallel: bool = True, rates=None):
-        read_bw, write_bw, flop_rate = rates or (self._parallel if parallel else self._numpy)
+    @staticmethod
+    def _work(write: float, read: float, flops: float, rates: tuple[float, float, float]):
+        read_bw, write_bw, flop_rate = rates
         return write / write_bw + max(read / read_bw, flops / flop_rate)
 
-    def _seconds(self, write: float, read: float, flops: float, parallel: bool = True) -> float:
-        return self._work(write, read, flops, parallel) + self.c.dispatch_s
+    def _seconds(self, write: float, read: float, flops: float, rates=None) -> float:
+        return self._work(write, read, flops, rates or self._parallel) + self.c.dispatch_s
 
     def unfused(self, n: Node) -> float:
         if _is_view(n):
@@ -154,7 +156,10 @@ class CostModel:
         flops = node_flops(n)
         if n.op in (Op.EXP, Op.LOG):
             flops /= max(self.c.base_exp_log_speedup, 1e-9)
-        return self._seconds(node_bytes(n), read, flops, all_cores(n))
+        return self._seconds(node_bytes(n), read, flops, self._rates(n))
+
+    def _rates(self, n: Node) -> tuple[float, float, float]:
+        return self._parallel if all_cores(n) else self._numpy
 
     def compile_seconds(self, op: Candidate) -> float:
         """Every fused operator pays its amortized compile: at selection time its kernel's
@@ -179,10 +184,16 @@ class CostModel:
 
     def runs_parallel(self, op: Candidate) -> bool:
         """Whether the operator's work pays for a parallel launch (else it runs on one thread)."""
-        return self._work(*self._operator_work(op)) >= self.c.serial_below_s
+        return self._work(*self._operator_work(op), self._parallel) >= self.c.serial_below_s
 
     def _operator_work(self, op: Candidate) -> tuple[float, float, float]:
-        """(write, read, flops) of a fused operator."""
+        """(write, read, flops) of a fused operator (computed once per model)."""
+        work = self._op_work.get(op)
+        if work is None:
+            work = self._op_work[op] = self._new_operator_work(op)
+        return work
+
+    def _new_operator_work(self, op: Candidate) -> tuple[float, float, float]:
         driver = sparse_driver(op)
         # transposes inside an operator are access patterns (row i of X for X.T @ y), not work
         flops = sum(node_flops(n) for n in op.nodes if n.op is not Op.TRANSPOSE)
@@ -224,7 +235,7 @@ class CostModel:
         sums.)"""
         read = (scope.read_bytes + extra_bytes) * scope.density
         write, flops = scope.write_bytes + extra_bytes, scope.flops * scope.density
-        return self._work(write, read, flops, rates=self._fastest) + self.c.dispatch_s
+        return self._seconds(write, read, flops, self._fastest)
 
 
 @dataclass(frozen=True)

@@ -95,14 +95,15 @@ def wsloss(variant: str, *args):
         return float(_wsloss_sparse(w.data, w.indices, w.indptr, w.shape[0], operand(x), u, v, 0))
     if variant == "post_nz" and sp.issparse(x):
         return float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0], operand(x), u, v, 1))
-    if variant == "none" and sp.issparse(x) and np.isfinite(u).all() and np.isfinite(v).all():
+    if variant == "none" and sp.issparse(x):
         # sum over all cells of (U V')^2 is sum((U'U) * (V'V)): O((m + n) k^2), not O(m n k)
         with np.errstate(all="ignore"):
             total = float(np.sum((u.T @ u) * (v.T @ v)))
         total += float(_wsloss_sparse(x.data, x.indices, x.indptr, x.shape[0], operand(x), u, v, 2))
         if np.isfinite(total):
             return total
-        # an overflow inside the expansion (0 * inf): the cell-by-cell sum decides
+        # a non-finite factor or an overflow inside the expansion (0 * inf): the cell-by-cell
+        # sum decides
     mode = {"post": 0, "post_nz": 1, "none": 2}[variant]
     return float(_wsloss_dense(dense(w) if mode == 0 else empty, operand(x), u, v, mode))
 
