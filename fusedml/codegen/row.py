@@ -9,9 +9,9 @@ column aggregates, full aggregates, and ``X.T @ Y`` (row i of X times row i of Y
 
 from __future__ import annotations
 
+from fusedml.codegen.chunking import partial_chunks
 from fusedml.codegen.render import Literals, elementwise_source
 from fusedml.codegen.skeletons import (
-    CHUNKS,
     CSR_ROW,
     INIT,
     PRELUDE,
@@ -300,6 +300,13 @@ class _Sink:
         else:
             self.value = root
 
+    def partial_cells(self, rb: _RowBody) -> int:
+        """Cells of this output's per-chunk partial (0: written per row, no partial)."""
+        width = rb.width[self.value] or 1
+        if self.kind == "col_agg_t":
+            return self.x.shape[1] * width
+        return {"col_agg": width, "full_agg": 1}.get(self.kind, 0)
+
     def nodes(self) -> list[Node]:
         return [self.value] if self.x is None else [self.value, self.x]
 
@@ -372,7 +379,7 @@ def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
     src, chunk, tail, end = Source(), Source(), Source(), _End()
     src(0, "@numba.njit(**_JIT)")
     src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
-    src(1, f"nchunk = min(m, {CHUNKS})")
+    src(1, f"nchunk = min(m, {partial_chunks(sum(sink.partial_cells(rb) for sink in sinks))})")
     for sink in sinks:
         sink.emit(rb, src, chunk, tail, end)
     scratch_alloc, scratch_fill = rb.scratch_rows()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusedml.codegen.cellops import SOURCE_DIGEST
+from fusedml.codegen.chunking import CHUNKS, JIT, partial_chunks_source
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.formats import Format
 from fusedml.fusion.templates import outer_product
@@ -18,12 +19,9 @@ from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, Op
 
-CHUNKS = 64  # row chunks per kernel call: enough for load balance, few partials to combine
 OUTER_BLOCK = 256  # columns per block when an Outer operator's driver is dense
 
-# ``reassoc`` lets LLVM reorder and vectorize the accumulations across cells that the skeletons
-# write; every cell's own arithmetic goes through ``cellops`` (``f.``), where no flag reaches.
-# No ``contract`` either: a fused multiply-add would round a cell's value differently.
+# the numba flags are written into each kernel's source: a change of them is a new kernel
 PRELUDE = f"""\
 import numba
 import numpy as np
@@ -31,7 +29,7 @@ from numba import prange
 
 import fusedml.codegen.cellops as f  # cellops {SOURCE_DIGEST}
 
-_JIT = dict(parallel=True, error_model="numpy", fastmath={{"reassoc"}}, cache=True)
+_JIT = {JIT!r}
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -52,9 +50,6 @@ def _fill_row(buf, data, indices, indptr, row):
 """
 
 INIT = {"sum": "0.0", "mean": "0.0", "min": "np.inf", "max": "-np.inf"}
-# Per-chunk partials of a matrix result are bounded (32 MB in all): 64 chunks of an items x 10
-# partial for ALS' 17770 items were 91 MB to zero and combine, 1.4x slower than the hand kernel.
-PARTIAL_CELLS = 1 << 22
 # A CSR row's non-zero positions. Unsigned positions and column indices (np.uint64(indices[p]))
 # let LLVM drop numba's negative-index wrap-around: a sparse dot product ran 2.7x faster (with
 # reassoc fastmath the signed version was 14 ms, the unsigned one 5 ms on 2M non-zeros).
@@ -197,7 +192,8 @@ def cell_kernel(
     results = [names[v] if v.op is not Op.CONST else literals.name(v) for v in values]
 
     src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
-    src(1, f"nchunk = min(m, {CHUNKS})")
+    chunks = partial_chunks_source("n") if kinds == "col" else CHUNKS
+    src(1, f"nchunk = min(m, {chunks})")
     k = len(values)
     if kinds == "none":
         src(1, "out = np.empty(a_data.shape[0])" if sparse else "out = np.empty((m, n))")
@@ -327,7 +323,7 @@ def outer_kernel(params: list[Param], body: Dag, kind: str, sparse: bool) -> Ker
     src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
     if kind == "left":  # n x k partials per chunk: fewer chunks when n is large (ALS' items)
         k = param[root.inputs[1]].ncols()
-        src(1, f"nchunk = min(m, max(1, min({CHUNKS}, {PARTIAL_CELLS} // max(n * {k}, 1))))")
+        src(1, f"nchunk = min(m, {partial_chunks_source(f'n * {k}')})")
     else:
         src(1, f"nchunk = min(m, {CHUNKS})")
     if kind == "agg":

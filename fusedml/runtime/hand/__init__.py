@@ -4,10 +4,10 @@
 node's value in the format its meta names.
 
 The kernel modules are imported through the content-addressed kernel cache (as generated kernels
-are), keyed by their source *and* the shared helpers they inline (``_common.py`` and
-``fusedml.codegen.cellops``): numba's own ``cache=True`` keys a function by its own file only,
-so an edited helper would otherwise leave stale machine code behind. Each module is loaded on
-first use.
+are), keyed by their source *and* what they are compiled with (``_common.py``,
+``fusedml.codegen.cellops``, the numba flags): numba's own ``cache=True`` keys a function by its
+own file only, so an edited helper would otherwise leave stale machine code behind. Each module
+is loaded on first use.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from fusedml import _stats
 from fusedml.codegen.cache import load_module
 from fusedml.codegen.cellops import SOURCE_DIGEST
+from fusedml.codegen.chunking import JIT
 from fusedml.ir.node import Node
 
 # operator name -> (kernel module, function)
@@ -56,7 +57,7 @@ def _module(name: str) -> ModuleType:
         module = _modules.get(name)
         if module is None:
             helpers = hashlib.sha256(_read("_common").encode()).hexdigest()
-            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}"
+            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, jit {JIT}"
             source = f"{_read(name)}\n{stamp}\n"
             module = _modules[name] = load_module(source)
         return module

@@ -20,22 +20,15 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml.codegen.cellops as f
+from fusedml.codegen.chunking import CHUNKS, JIT, partial_chunks  # noqa: F401  (the kernels')
 from fusedml.runtime import threads as _threads  # noqa: F401  (threading layer, idle policy)
 
-CHUNKS = 64
-PARTIAL_CELLS = 1 << 22  # at most 32 MB of per-chunk partials for column/matrix aggregates
-JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc"}, cache=True)
 INLINE = dict(inline="always", error_model="numpy")
 
 _EMPTY2 = np.zeros((0, 0))
 _EMPTY1 = np.zeros(0)
 _EMPTY_INDICES = np.zeros(0, dtype=np.int32)
 _EMPTY_INDPTR = np.zeros(1, dtype=np.int32)
-
-
-def partial_chunks(cells: int) -> int:
-    """Chunks for a kernel whose per-chunk partial has ``cells`` entries (memory-bounded)."""
-    return max(1, min(CHUNKS, PARTIAL_CELLS // max(cells, 1)))
 
 
 def dense(value) -> np.ndarray:

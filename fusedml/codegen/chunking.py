@@ -1,0 +1,29 @@
+"""How kernels split their rows: one definition for generated and hand-written kernels.
+
+A kernel runs ``prange`` over a fixed number of row chunks, so results never depend on the
+thread count, and combines per-chunk partials in chunk order afterwards (deterministic). Kernels
+whose partial is a matrix (column aggregates, ``X.T @ Y``) use fewer chunks when it is wide: 64
+chunks of a 10 x 1000 partial were 5 MB to zero and combine per call, 40 % of a KMeans step on a
+20k x 1000 CSR matrix, where 16 chunks cost a quarter of that.
+"""
+
+from __future__ import annotations
+
+CHUNKS = 64  # row chunks per kernel call: enough for load balance, few partials to combine
+MIN_PARTIAL_CHUNKS = 16  # load balance first: a wide partial never gets fewer chunks
+PARTIAL_CELLS = 1 << 17  # per-chunk partial cells times chunks kept within 1 MB if it can be
+
+# ``reassoc`` lets LLVM reorder and vectorize the accumulations across cells that the kernels
+# write; every cell's own arithmetic goes through ``cellops`` (``f.``), where no flag reaches.
+# No ``contract`` either: a fused multiply-add would round a cell's value differently.
+JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc"}, cache=True)
+
+
+def partial_chunks(cells: int) -> int:
+    """Chunks of a kernel whose per-chunk partial has ``cells`` entries."""
+    return max(MIN_PARTIAL_CHUNKS, min(CHUNKS, PARTIAL_CELLS // max(cells, 1)))
+
+
+def partial_chunks_source(cells: str) -> str:
+    """``partial_chunks`` as kernel source, for a partial size known only at run time."""
+    return f"max({MIN_PARTIAL_CHUNKS}, min({CHUNKS}, {PARTIAL_CELLS} // max({cells}, 1)))"
