@@ -5,7 +5,8 @@ The defaults come from environment variables once, at import time:
 | variable            | field     | meaning                                                  |
 |---------------------|-----------|----------------------------------------------------------|
 | FUSEDML_FUSION      | fusion    | default fusion mode (see FUSION_MODES)                   |
-| FUSEDML_DEBUG       | debug     | 0 quiet; 1 verify DAGs after rewrites; 2 + print plans   |
+| FUSEDML_DEBUG       | debug     | 0 quiet; 1 verify DAGs, stage timings; 2 + plans; 3 +    |
+|                     |           | memo tables; 4 + each generated kernel's source          |
 | FUSEDML_CACHE_DIR   | cache_dir | generated kernels and calibration are kept here          |
 | FUSEDML_CODEGEN     | codegen   | 0: fused operators run through the reference interpreter |
 
@@ -19,6 +20,7 @@ import contextvars
 import dataclasses
 import os
 from dataclasses import dataclass
+from typing import Any
 
 # The paper's labels: none = Base, hand = Fused, fuse_all = FA, fuse_no_redundancy = FNR,
 # cost_based = Gen.
@@ -60,6 +62,9 @@ class Config:
     debug: int = 0
     cache_dir: str = ""
     codegen: bool = True  # run fused operators as generated kernels (False: reference only)
+    # where plans run: None = this process (fusedml.runtime.backend.LocalBackend); any object
+    # with that class's methods (Dask's backend, a test's row-block backend)
+    backend: Any = None
     # cost-model constants; None = calibrated value or documented default (select/constants.py)
     read_bandwidth_bytes_per_s: float | None = None
     write_bandwidth_bytes_per_s: float | None = None
@@ -77,6 +82,8 @@ class Config:
         check_fusion_mode(self.fusion)
         if not isinstance(self.debug, int) or self.debug < 0:
             raise ValueError(f"debug must be a non-negative int, got {self.debug!r}")
+        if self.backend is not None and not callable(getattr(self.backend, "run_fused", None)):
+            raise ValueError(f"backend must be a fusedml backend, got {self.backend!r}")
         for name in COST_FIELDS:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and value >= 0):

@@ -6,7 +6,7 @@
 look at each one. ``fusion="hand"`` adds the hand-operator patterns to the rewrite stage and
 selects nothing: its plan is the rewritten DAG run node by node. Debug levels (``FUSEDML_DEBUG``
 or ``fm.config(debug=...)``): 1 verifies DAGs and prints per-stage timings, 2 also prints the
-plan, 3 also the memo before and after selection.
+plan, 3 also the memo before and after selection, 4 also each generated kernel's source.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def test_to_dot_draws_operators_as_clusters():
     plan = fm.explain(fm.sum(W * (U @ V.T) ** 2))
     dot = plan.to_dot()
     assert dot.startswith("digraph plan {") and dot.rstrip().endswith("}")
-    assert dot.count("subgraph cluster_") == 1 and 'label="OUTER agg"' in dot
+    assert dot.count("subgraph cluster_") == 1 and 'label="OUTER full_agg"' in dot
     assert dot.count("->") == sum(len(n.inputs) for n in plan.dag.nodes)  # every DAG edge
 
 

@@ -44,7 +44,7 @@ from numba.core.dispatcher import Dispatcher
 from fusedml import _stats
 from fusedml._config import get_config
 from fusedml._errors import KernelCacheWarning
-from fusedml.codegen.skeletons import Kernel
+from fusedml.codegen.source import Kernel
 
 _lock = threading.Lock()
 _memory: dict[Hashable, tuple[Callable[..., Any], Kernel]] = {}
@@ -235,6 +235,8 @@ def get_kernel(key: Hashable, make: Callable[[], Kernel]) -> tuple[Callable[...,
             return found
         with _stats.timed("codegen"):
             kernel = make()
+            if get_config().debug >= 4:
+                print(f"--- generated kernel {key!r}\n{kernel.source}", file=sys.stderr)
             fn = _load(kernel.source)
         _memory[key] = (fn, kernel)
         _stats.bump("kernels_generated")

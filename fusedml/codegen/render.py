@@ -5,14 +5,14 @@ Outer bodies; Row bodies add per-row vectors, see ``row.py``). Float literals ar
 each becomes a kernel argument ``c0, c1, ...``, so a plan compiles once per structure. Semantics
 are the reference interpreter's: numpy's on float64 (NaN/inf propagate; kernels use
 ``error_model="numpy"``, and fast-math flags never reach a cell's arithmetic), and a zero of a
-CSR operand annihilates in ``*`` and as the numerator of ``/``.
+sparse operand (its format's ``zeros_annihilate``) annihilates in ``*`` and as the numerator of
+``/``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusedml.formats import Format
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 
@@ -52,20 +52,21 @@ def one_value_exponent(node: Node) -> bool:
     return exponent.is_scalar or (exponent.cells == 1 and node.meta.cells > 1)
 
 
-def is_csr(node: Node) -> bool:
-    return node.meta.format is Format.CSR
+def annihilates(node: Node) -> bool:
+    """Whether a zero of this operand annihilates (in ``*``, ``@`` and as a numerator)."""
+    return node.meta.format.zeros_annihilate
 
 
 def elementwise_source(node: Node, args: list[str]) -> str:
-    """Source of one elementwise node over rendered operands, with the CSR annihilation rule."""
+    """Source of one elementwise node over rendered operands, with the annihilation rule."""
     source = SCALAR_SOURCE[node.op]
     if node.op is Op.POW and one_value_exponent(node):
         source = "f.scalar_power({0}, {1})"
     text = source.format(*args)
     if node.op is Op.MUL:
-        zeros = [a for a, i in zip(args, node.inputs, strict=True) if is_csr(i)]
+        zeros = [a for a, i in zip(args, node.inputs, strict=True) if annihilates(i)]
     elif node.op is Op.DIV:
-        zeros = [args[0]] if is_csr(node.inputs[0]) else []
+        zeros = [args[0]] if annihilates(node.inputs[0]) else []
     else:
         zeros = []
     if zeros:

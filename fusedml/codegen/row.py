@@ -1,8 +1,9 @@
 """Row kernels: the body computes one row at a time, as per-row scalars and short vectors.
 
 Per-row nodes of shape (m, k) are vectors of length k held in per-chunk scratch arrays (scalars
-when k == 1); side inputs of one row (or broadcast rows) are read in place, CSR rows are scattered
-into a scratch row; matrices multiplied from the right (``X @ B``) are read whole. The skeleton
+when k == 1); inputs are read through their operands (dense rows in place, sparse rows scattered
+into a scratch row, or walked over their stored entries by products); matrices multiplied from
+the right (``X @ B``) are read whole. The skeleton
 writes rows (no aggregation, row aggregates), or accumulates per-chunk partials combined in order:
 column aggregates, full aggregates, and ``X.T @ Y`` (row i of X times row i of Y).
 """
@@ -10,17 +11,10 @@ column aggregates, full aggregates, and ``X.T @ Y`` (row i of X times row i of Y
 from __future__ import annotations
 
 from fusedml.codegen.chunking import partial_chunks
-from fusedml.codegen.render import Literals, elementwise_source
-from fusedml.codegen.skeletons import (
-    CSR_ROW,
-    INIT,
-    PRELUDE,
-    Kernel,
-    Param,
-    Source,
-    _arguments,
-    fold,
-)
+from fusedml.codegen.operands import Param
+from fusedml.codegen.render import Literals, annihilates, elementwise_source
+from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
+from fusedml.cplan.kinds import OutputKind
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, Op
@@ -48,25 +42,20 @@ class _RowBody:
         self.value: dict[Node, str] = {}
         self.width: dict[Node, int | None] = {}  # vector length; None for scalars
         self.param = {p.node: p for p in params}
-        self.csr_rows: dict[Node, tuple[str, str, int]] = {}  # CSR inputs read per row
-        self.scattered: dict[Node, None] = {}  # ordered: kernel sources must be reproducible
+        self.loaded: dict[Node, None] = {}  # read per cell: loaded per row; ordered (reproducible)
         for p in params:
             self._bind(p)
 
     def _bind(self, p: Param) -> None:
-        node, name = p.node, p.name
+        node = p.node
         if p.scalar:
-            self.value[node], self.width[node] = name, None
+            self.value[node], self.width[node] = p.name, None
             return
         # matrices multiplied from the right are read by products through ``self.param``; any
-        # other (elementwise) use reads them per row like every other input
-        rows, cols = node.shape
-        row = "0" if rows == 1 else "i"
-        if p.csr:  # scattered into a scratch row only if some elementwise use reads it
-            self.csr_rows[node] = (name, row, cols)
-            template = f"{name}_buf[{{q}}]"
-        else:
-            template = p.at("i", "{q}")
+        # other (elementwise) use reads them per row like every other input (a sparse row is
+        # loaded into its scratch row only if such a use reads it)
+        cols = node.shape[1]
+        template = p.at("i", "{q}")
         if cols == 1:
             self.value[node], self.width[node] = template.format(q="0"), None
         else:
@@ -78,32 +67,28 @@ class _RowBody:
         return "n" if k == self.main_cols else str(k)
 
     def scratch_rows(self) -> tuple[list[str], list[str]]:
-        """(allocations, per-row statements) scattering the CSR rows read elementwise."""
+        """(allocations, per-row statements) of the inputs read per cell (sparse rows are
+        scattered into a scratch row)."""
         alloc, per_row = [], []
-        for node in self.scattered:
-            name, row, cols = self.csr_rows[node]
-            alloc.append(f"{name}_buf = np.zeros({cols})")
-            per_row.append(
-                f"_fill_row({name}_buf, {name}_data, {name}_indices, {name}_indptr, {row})"
-            )
+        for node in self.loaded:
+            p = self.param[node]
+            alloc += p.operand.buffers(p, str(node.shape[1]))
+            per_row += p.operand.load_row(p, "i")
         return alloc, per_row
 
-    def nonzeros(self, node: Node) -> list[str] | None:
-        """Loop header over the non-zeros (column t, value xv) of a CSR input's row."""
-        if node not in self.csr_rows:
+    def nonzeros(self, node: Node, col: str = "t", value: str = "xv") -> list[str] | None:
+        """Loop header over the stored entries (column, value) of an input's row, if its layout
+        has them."""
+        p = self.param.get(node)
+        if p is None or not p.nonzero_layout:
             return None
-        name, row, _ = self.csr_rows[node]
-        return [
-            f"for pp in {CSR_ROW.format(name=name, row=row)}:",
-            f"    t = np.uint64({name}_indices[pp])",
-            f"    xv = {name}_data[pp]",
-        ]
+        return p.operand.nonzeros(p, p.row("i"), col, value, "pp")
 
     def _at(self, node: Node, q: str) -> str:
         if node.op is Op.CONST:
             return self.literals.name(node)
-        if node in self.csr_rows:
-            self.scattered[node] = None
+        if node in self.param and not node.meta.is_scalar:
+            self.loaded[node] = None
         return self.value[node] if self.width[node] is None else self.value[node].format(q=q)
 
     def _vector(self, node: Node, width: int) -> str:
@@ -143,8 +128,8 @@ class _RowBody:
             elif width == 0:
                 self._vector(node, 0)
             else:
-                if x in self.csr_rows:  # read through the template, not _at: scatter it too
-                    self.scattered[x] = None
+                if x in self.param:  # read through the template, not _at: load it too
+                    self.loaded[x] = None
                 shifted = self.value[x].format(q=f"({start} + {{q}})")
                 self.value[node], self.width[node] = shifted, width
         elif node.op is Op.HSTACK and width is None:  # one column: the only part's value
@@ -188,10 +173,10 @@ class _RowBody:
             return
         q = "0" if width is None else "q"
         b_at = self.param[b].at("t", q)
-        x_csr, b_csr = x.meta.format.value == "csr", b.meta.format.value == "csr"
+        x_zeros, b_zeros = annihilates(x), annihilates(b)
         if width is None:
-            guards = [f"{self._at(x, 't')} != 0.0"] if x_csr else []  # CSR zeros annihilate
-            guards += [f"{b_at} != 0.0"] if b_csr else []
+            guards = [f"{self._at(x, 't')} != 0.0"] if x_zeros else []  # sparse zeros annihilate
+            guards += [f"{b_at} != 0.0"] if b_zeros else []
             term = f"f.mul({self._at(x, 't')}, {b_at})"
             add = f"acc += {term}" if not guards else f"if {' and '.join(guards)}: acc += {term}"
             self.lines += ["acc = 0.0", f"for t in range({self.size(k)}):", f"    {add}"]
@@ -204,20 +189,20 @@ class _RowBody:
         self.lines += [f"for q in range({self.size(width)}):", f"    {v}[q] = 0.0"]
         self.lines += [f"for t in range({self.size(k)}):", f"    xt = {self._at(x, 't')}"]
         indent = "    "
-        if x_csr:
+        if x_zeros:
             self.lines.append("    if xt != 0.0:")
             indent = "        "
         self.lines.append(f"{indent}for q in range({self.size(width)}):")
         update = f"{v}[q] += f.mul(xt, {b_at})"
-        self.lines.append(f"{indent}    {update if not b_csr else f'if {b_at} != 0.0: {update}'}")
+        self.lines.append(f"{indent}    {update if not b_zeros else f'if {b_at} != 0.0: {update}'}")
 
     def _sparse_product(self, node: Node, x: Node, b: Node, width: int | None) -> None:
-        """A CSR row times B: only the row's non-zeros (a zero of X annihilates anyway)."""
+        """A sparse row times B: only the row's stored entries (a zero of X annihilates anyway)."""
         bp = self.param[b]
         loop = self.nonzeros(x)
         if width is None:
             b_at = bp.at("t", "0")
-            guard = "xv != 0.0" + (f" and {b_at} != 0.0" if b.meta.format.value == "csr" else "")
+            guard = "xv != 0.0" + (f" and {b_at} != 0.0" if annihilates(b) else "")
             self.lines += ["acc = 0.0", *loop, f"    if {guard}: acc += f.mul(xv, {b_at})"]
             self._scalar(node, "acc")
             return
@@ -228,7 +213,7 @@ class _RowBody:
             f"        for q in range({self.size(width)}):",
         ]
         term = f"f.mul(xv, {bp.at('t', 'q')})"
-        if b.meta.format.value == "csr":
+        if annihilates(b):
             self.lines.append(f"            if {bp.at('t', 'q')} != 0.0: {v}[q] += {term}")
         else:
             self.lines.append(f"            {v}[q] += {term}")
@@ -241,58 +226,45 @@ def _transposed_product_tail(
     x_at, y_at = (lambda q: rb._at(x, q)), (lambda q: rb._at(y, q))
     sparse_x, sparse_y = rb.nonzeros(x), rb.nonzeros(y)
     if sparse_x is None and sparse_y is not None and width is not None:
-        # P.T @ Y with P computed per row and a CSR Y: only Y's non-zeros (zeros annihilate)
-        name, row, _ = rb.csr_rows[y]
-        tail(3, f"for pp in {CSR_ROW.format(name=name, row=row)}:")
-        tail(4, f"q = np.uint64({name}_indices[pp])")
-        tail(4, f"yv = {name}_data[pp]")
+        # P.T @ Y with P computed per row and a sparse Y: only Y's entries (zeros annihilate)
+        for line in rb.nonzeros(y, "q", "yv"):
+            tail(3, line)
         tail(4, "if yv != 0.0:")
         tail(5, f"for t in range({rb.size(nx)}):")
         tail(6, f"{partial}[c, t, q] += f.mul({x_at('t')}, yv)")
         return
-    if sparse_x is not None:  # a CSR X: only its row's non-zeros (zeros annihilate)
+    if sparse_x is not None:  # a sparse X: only its row's stored entries (zeros annihilate)
         for line in sparse_x:
             tail(3, line)
     else:
         tail(3, f"for t in range({rb.size(nx)}):")
         tail(4, f"xv = {x_at('t')}")
-    if x.meta.format.value == "csr":
+    if annihilates(x):
         tail(4, "if xv == 0.0:")
         tail(5, "continue")
-    y_csr = y.meta.format.value == "csr"
+    y_zeros = annihilates(y)
     if width is None:
         update = f"{partial}[c, t] += f.mul(xv, {y_at('0')})"
-        tail(4, update if not y_csr else f"if {y_at('0')} != 0.0: {update}")
+        tail(4, update if not y_zeros else f"if {y_at('0')} != 0.0: {update}")
     else:
         tail(4, f"for q in range({width}):")
         update = f"{partial}[c, t, q] += f.mul(xv, {y_at('q')})"
-        if y_csr:
+        if y_zeros:
             tail(5, f"if {y_at('q')} != 0.0:")
             tail(6, update)
         else:
             tail(5, update)
 
 
-def root_kind(root: Node, kind: str) -> str:
-    """One output's kind; a multi-output operator ("multi_agg") treats each root alone."""
-    if kind != "multi_agg":
-        return kind
-    if root.op is Op.MATMUL:
-        return "col_agg_t" if root.inputs[0].op is Op.TRANSPOSE else "no_agg_b1"
-    if root.op in AGGREGATE:
-        return {None: "full_agg", 0: "col_agg", 1: "row_agg"}[root.attr("axis")]
-    return "no_agg"
-
-
 class _Sink:
     """What the row loop does with one output's per-row value: allocations, per-chunk state,
     the per-row update (``tail``), and combining the chunks' partials in order."""
 
-    def __init__(self, root: Node, kind: str, k: int) -> None:
+    def __init__(self, root: Node, kind: OutputKind, k: int) -> None:
         self.kind, self.k = kind, k
         self.agg = root.op.value if root.op in AGGREGATE else None
         self.x = None
-        if kind == "col_agg_t":
+        if kind is OutputKind.COL_PRODUCT:
             x_t, self.value = root.inputs
             self.x = x_t.inputs[0]  # a per-row result transposed (P.T @ Y), or an input
         elif root.op in AGGREGATE and root.attr("axis") in (None, 0):
@@ -303,9 +275,9 @@ class _Sink:
     def partial_cells(self, rb: _RowBody) -> int:
         """Cells of this output's per-chunk partial (0: written per row, no partial)."""
         width = rb.width[self.value] or 1
-        if self.kind == "col_agg_t":
+        if self.kind is OutputKind.COL_PRODUCT:
             return self.x.shape[1] * width
-        return {"col_agg": width, "full_agg": 1}.get(self.kind, 0)
+        return {OutputKind.COL_AGG: width, OutputKind.FULL_AGG: 1}.get(self.kind, 0)
 
     def nodes(self) -> list[Node]:
         return [self.value] if self.x is None else [self.value, self.x]
@@ -316,12 +288,12 @@ class _Sink:
         cols = 1 if width is None else width
         at = lambda q: rb._at(self.value, q)  # noqa: E731
         out, partial = f"out{k}", f"partial{k}"
-        if kind in ("no_agg", "no_agg_b1", "row_agg"):
+        if kind.per_row:
             head(1, f"{out} = np.empty((m, {cols}))")
             head(1, f"f.huge_pages({out})")
             tail(3, f"for q in range({rb.size(cols)}):")
             tail(4, f"{out}[i, q] = {at('q')}")
-        elif kind == "col_agg":
+        elif kind is OutputKind.COL_AGG:
             head(1, f"{partial} = np.empty((nchunk, {cols}))")
             chunk(2, f"colacc{k} = np.full({cols}, {INIT[agg]})")
             tail(3, f"for q in range({rb.size(cols)}):")
@@ -331,7 +303,7 @@ class _Sink:
             end(1, "for c in range(nchunk):", after=True)
             end(2, f"for q in range({cols}):", after=True)
             end(3, fold(agg, f"{out}[q]", f"{partial}[c, q]"), after=True)
-        elif kind == "full_agg":
+        elif kind is OutputKind.FULL_AGG:
             head(1, f"{partial} = np.empty(nchunk)")
             chunk(2, f"acc{k} = {INIT[agg]}")
             tail(3, f"for q in range({rb.size(cols)}):")
@@ -369,16 +341,20 @@ class _End(Source):
             super().__call__(depth, text)
 
 
-def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
-    main = params[0]
+def row_kernel(spec) -> Kernel:
+    """The Row kernel of a ``KernelSpec``: several outputs over the same rows, each of its kind."""
+    params: list[Param] = list(spec.params)
+    body = spec.cplan.body
     literals = Literals()
-    rb = _RowBody(params, body, main.node.shape[0], literals)
-    sinks = [_Sink(r, root_kind(r, kind), k) for k, r in enumerate(body.roots)]
+    rb = _RowBody(params, body, params[0].node.shape[0], literals)
+    sinks = [
+        _Sink(r, kind, k)
+        for k, (r, kind) in enumerate(zip(body.roots, spec.cplan.outputs, strict=True))
+    ]
     for n in Dag([v for sink in sinks for v in sink.nodes()]).nodes:
         rb.render(n)
     src, chunk, tail, end = Source(), Source(), Source(), _End()
-    src(0, "@numba.njit(**_JIT)")
-    src(0, f"def kernel({', '.join(_arguments(params, literals))}):")
+    src(0, signature(params, literals))
     src(1, f"nchunk = min(m, {partial_chunks(sum(sink.partial_cells(rb) for sink in sinks))})")
     for sink in sinks:
         sink.emit(rb, src, chunk, tail, end)
@@ -389,10 +365,7 @@ def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
     for line in rb.alloc + scratch_alloc:
         src(2, line)
     src.extend(chunk.lines)
-    if any(p.csr for p in params):
-        src(2, "for i in range(lo, hi):")
-    else:  # unsigned: no negative-index wrap-around in the row loop (see cell_kernel)
-        src(2, "for i in range(np.uint64(lo), np.uint64(hi)):")
+    src(2, row_loop(params))
     for line in scratch_fill + rb.lines:
         src(3, line)
     src.extend(tail.lines)
@@ -400,4 +373,4 @@ def row_kernel(params: list[Param], body: Dag, kind: str) -> Kernel:
     src.extend(end.after.lines)
     outs = ", ".join(f"out{k}" for k in range(len(sinks)))
     src(1, f"return {outs}")
-    return Kernel(PRELUDE + "\n\n" + src.text(), literals.positions(body))
+    return module(params, src, literals, body)

@@ -1,7 +1,7 @@
 """CPlans: the fused-operator IR handed to code generation.
 
-A CPlan is one selected operator in canonical form: its template and kind (aggregation / row /
-outer type), its materialized inputs ordered main input first, and its body, the covered nodes
+A CPlan is one selected operator in canonical form: its template, the kind of each output (see
+``kinds.py``), its materialized inputs ordered main input first, and its body, the covered nodes
 rebuilt over placeholder leaves named ``a`` (main input), ``b0, b1, ...`` (side matrices) and
 ``s0, s1, ...`` (runtime scalars). Rebuilding through the hash-consing constructor makes common
 subexpressions one node (CSE), and a small rule table cleans the body up (``x**2 -> x*x``,
@@ -14,7 +14,7 @@ import functools
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from fusedml.formats import Format
+from fusedml.cplan.kinds import OutputKind, output_kind
 from fusedml.fusion.templates import TemplateType, column_aggregation, outer_product
 from fusedml.ir.build import data, make, rebuild
 from fusedml.ir.dag import Dag
@@ -31,7 +31,7 @@ from fusedml.rewrite.driver import rewrite
 from fusedml.rewrite.pattern import P, any_node, const_value
 from fusedml.rewrite.rules import Rule
 from fusedml.select.candidates import Candidate
-from fusedml.select.cost import sparse_driver
+from fusedml.select.cost import drives_sparse, sparse_driver
 
 _X = any_node("x")
 CLEANUP: tuple[Rule, ...] = (
@@ -43,7 +43,7 @@ CLEANUP: tuple[Rule, ...] = (
 @dataclass(frozen=True, eq=False)
 class CPlan:
     template: TemplateType
-    kind: str  # e.g. "full_agg", "row_agg", "col_agg", "no_agg", "col_agg_t", "multi_agg", "left"
+    outputs: tuple[OutputKind, ...]  # per output
     aggregations: tuple[str | None, ...]  # per output: "sum", "min", "max", "mean" or None
     inputs: tuple[Node, ...]  # materialized inputs, main input first
     params: tuple[Node, ...]  # the placeholder leaf standing for each input in the body
@@ -53,6 +53,11 @@ class CPlan:
     @property
     def main_input(self) -> Node:
         return self.inputs[0]
+
+    @property
+    def kind(self) -> OutputKind:
+        """The operator's kind: its output's, or MULTI for several outputs."""
+        return self.outputs[0] if len(self.outputs) == 1 else OutputKind.MULTI
 
     @functools.cached_property
     def key(self) -> Hashable:
@@ -67,7 +72,7 @@ class CPlan:
             return (n.op, n.attrs, tuple(ids[i] for i in n.inputs))
 
         roots = tuple(ids[r] for r in self.body.roots)
-        return (self.template, self.kind, tuple(map(shape_free, self.body.nodes)), roots)
+        return (self.template, self.outputs, tuple(map(shape_free, self.body.nodes)), roots)
 
 
 def _cell_values(root: Node, template: TemplateType) -> Node:
@@ -81,9 +86,9 @@ def _cell_values(root: Node, template: TemplateType) -> Node:
 
 
 def zero_where_zero(node: Node, main: Node, _memo: dict | None = None) -> bool:
-    """Whether ``node`` is zero wherever the (CSR) main input is: then only the main input's
-    non-zeros need visiting. A CSR result is not enough (``X + Y`` of two CSR inputs is CSR, but
-    non-zero where only Y is)."""
+    """Whether ``node`` is zero wherever the (sparse) main input is: then only the main input's
+    non-zeros need visiting. A sparse result is not enough (``X + Y`` of two sparse inputs is
+    sparse, but non-zero where only Y is)."""
     memo = {} if _memo is None else _memo
     if node in memo:
         return memo[node]
@@ -91,9 +96,10 @@ def zero_where_zero(node: Node, main: Node, _memo: dict | None = None) -> bool:
         result = True
     elif node.op in UNARY:
         result = zero_preserving(node.op) and zero_where_zero(node.inputs[0], main, memo)
-    elif node.op in ANNIHILATING_OPERANDS:  # a zero of a CSR operand annihilates
+    elif node.op in ANNIHILATING_OPERANDS:  # a zero of a sparse operand annihilates
         result = any(
-            node.inputs[k].meta.format is Format.CSR and zero_where_zero(node.inputs[k], main, memo)
+            node.inputs[k].meta.format.zeros_annihilate
+            and zero_where_zero(node.inputs[k], main, memo)
             for k in ANNIHILATING_OPERANDS[node.op]
         )
     elif node.op in BINARY:
@@ -111,28 +117,6 @@ def zero_where_zero(node: Node, main: Node, _memo: dict | None = None) -> bool:
         result = False
     memo[node] = result
     return result
-
-
-def _kind(op: Candidate) -> str:
-    root = op.roots[0]
-    t = op.type
-    if t is TemplateType.MAGG:
-        return "full_agg"
-    if t is TemplateType.ROW and len(op.roots) > 1:
-        return "multi_agg"  # a Row multi-aggregate: each root's kind follows from the root
-    if t is TemplateType.OUTER:
-        if root.op in AGGREGATE:
-            return "agg"
-        if root.op is Op.MATMUL:
-            return "left" if root.inputs[0].op is Op.TRANSPOSE else "right"
-        return "cellwise"
-    if t is TemplateType.ROW and column_aggregation(root):
-        return "col_agg_t"
-    if root.op in AGGREGATE:
-        return {None: "full_agg", 0: "col_agg", 1: "row_agg"}[root.attr("axis")]
-    if t is TemplateType.ROW and root.op is Op.MATMUL:
-        return "no_agg_b1"
-    return "no_agg"
 
 
 def _iterated_rows(root: Node) -> int:
@@ -155,7 +139,11 @@ def _main_input(op: Candidate) -> Node:
         rows = _iterated_rows(op.roots[0])
         candidates = [i for i in matrices if i.meta.rows == rows] or matrices
         return max(candidates, key=lambda i: i.meta.cols)
-    # the largest input; ties go to the sparsest
+    # cells: an input of the shape the operator scans (one always exists, as every elementwise
+    # node has an input of its own shape; with zero rows, sizes alone do not tell), the largest,
+    # ties to the sparsest
+    scans = {(r.inputs[0] if r.op in AGGREGATE else r).shape for r in op.roots}
+    matrices = [i for i in matrices if i.shape in scans] or matrices
     return min(matrices, key=lambda i: (-i.meta.cells, i.meta.nnz))
 
 
@@ -176,9 +164,10 @@ def construct(op: Candidate) -> CPlan:
             mapped[node] = rebuild(node, tuple(mapped.get(i, i) for i in node.inputs))
     body = rewrite(Dag(mapped[r] for r in op.roots), CLEANUP)
     aggregations = tuple(r.op.value if r.op in AGGREGATE else None for r in op.roots)
+    outputs = tuple(output_kind(r, op.type) for r in op.roots)
     bodies = [_cell_values(r, op.type) for r in body.roots]
     driver = placeholders[main]
-    sparse_safe = main.meta.format is Format.CSR and all(zero_where_zero(b, driver) for b in bodies)
+    sparse_safe = drives_sparse(main) and all(zero_where_zero(b, driver) for b in bodies)
     inputs = (main, *sides)
     params = tuple(placeholders[i] for i in inputs)
-    return CPlan(op.type, _kind(op), aggregations, inputs, params, body, sparse_safe)
+    return CPlan(op.type, outputs, aggregations, inputs, params, body, sparse_safe)

@@ -35,7 +35,8 @@ class FusedOp:
 
     @property
     def aggregation(self) -> str:
-        return self.cplan.kind
+        """The operator's output kind, as text (``OutputKind`` value)."""
+        return self.cplan.kind.value
 
     def describe(self, index: dict[Node, int]) -> str:
         roots = ",".join(f"%{index[r]}" for r in self.roots)
@@ -44,7 +45,7 @@ class FusedOp:
         agg = f" {'/'.join(aggs)}" if aggs else ""
         safe = " sparse-safe" if self.cplan.sparse_safe else ""
         return (
-            f"{self.template.upper()}[{self.cplan.kind}{agg}{safe}] -> {roots} "
+            f"{self.template.upper()}[{self.cplan.kind.value}{agg}{safe}] -> {roots} "
             f"<- main %{index[self.main_input]}; inputs [{ins}]; covers {len(self.nodes)} node(s); "
             f"cost~{self.estimated_cost_s * 1e3:.3g} ms{'' if self.parallel else ', one thread'}"
         )
@@ -120,7 +121,7 @@ class Plan:
         drawn: set[Node] = set()  # a node recomputed by several operators is drawn in the first
         for k, op in enumerate(self.operators):
             lines.append(f"  subgraph cluster_{k} {{")
-            lines.append(f'    label="{op.template.upper()} {op.cplan.kind}"; style=rounded;')
+            lines.append(f'    label="{op.template.upper()} {op.cplan.kind.value}"; style=rounded;')
             for n in sorted(op.nodes - drawn, key=index.__getitem__):
                 drawn.add(n)
                 lines.append(f"    n{index[n]};")

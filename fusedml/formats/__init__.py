@@ -1,20 +1,136 @@
-"""L0: physical formats of matrix data and conversion of user inputs into them.
+"""L0: physical formats of matrix data, the rules each carries, and conversion of user values.
 
-Everything fusedml computes on is float64. Dense data is a numpy array; sparse data is a canonical
-``scipy.sparse.csr_array`` (sorted indices, no duplicates). Nothing here knows about expressions.
+Everything fusedml computes on is float64. A ``Format`` is one member of the format axis: dense
+numpy arrays and canonical ``scipy.sparse.csr_array`` (sorted indices, no duplicates) are built in;
+a new format registers an instance (``Format.register``) and brings its own operand code to
+codegen. The rest of fusedml asks a format's traits, never which format it is:
+
+- semantics: ``zeros_annihilate``, whether a zero of the operand annihilates in ``*``, ``@`` and as
+  the numerator of ``/`` even against inf or NaN (scipy.sparse's and SystemDS's rule), and so
+  whether results computed from it may stay sparse;
+- layout: ``iterates_nonzeros``, whether kernels may visit only a row's stored entries;
+  ``views``, whether transposes and column ranges are free views; ``threaded_products``, whether
+  unfused products with it run on every core (BLAS) or on one (scipy.sparse);
+- cost: ``nbytes(meta)`` and ``work_cells(meta)``, the cost model's inputs;
+- values: ``claims`` (detection), ``from_value`` (conversion), ``nnz``, ``to_canonical`` (the
+  value the reference interpreter computes on) and ``to_dense``.
+
+Results the engine computes are always in a canonical format: ``Format.result(sparse)``.
+Nothing here knows about expressions.
 """
 
 from __future__ import annotations
 
-import enum
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 
-class Format(enum.Enum):
-    DENSE = "dense"
-    CSR = "csr"
+class Format:
+    """One physical format of matrix data and its rules (see the module docstring)."""
+
+    name: str = ""
+    zeros_annihilate: bool = False
+    iterates_nonzeros: bool = False
+    views: bool = True
+    threaded_products: bool = True
+
+    # registered formats in detection order; the dense format is the fallback for array-likes
+    _registry: ClassVar[list[Format]] = []
+    DENSE: ClassVar[Format]
+    CSR: ClassVar[Format]
+
+    @property
+    def value(self) -> str:
+        """The format's name (as an enum member's value reads)."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Format.{self.name}"
+
+    @property
+    def canonical(self) -> Format:
+        """The built-in format this one's values are computed as where no kernel reads it."""
+        return Format.result(self.zeros_annihilate)
+
+    # -- cost ---------------------------------------------------------------------------------
+    def nbytes(self, meta: Any) -> float:
+        """Bytes a value of this ``Meta`` occupies."""
+        return 8.0 * meta.cells
+
+    def work_cells(self, meta: Any) -> float:
+        """Cells an operation over it visits."""
+        return float(meta.nnz if self.iterates_nonzeros else meta.cells)
+
+    # -- values -------------------------------------------------------------------------------
+    def claims(self, value: Any) -> bool:
+        """Whether a user value is of this format."""
+        raise NotImplementedError
+
+    def from_value(self, value: Any, what: str = "fm.matrix") -> Any:
+        """This format's value for ``value`` (validated; the value itself where it can be)."""
+        raise NotImplementedError
+
+    def nnz(self, value: Any) -> int:
+        """Stored entries of a value (every cell for dense layouts)."""
+        return int(np.prod(value.shape))
+
+    def to_canonical(self, value: Any) -> Any:
+        """The value in ``self.canonical``'s form."""
+        return value
+
+    def to_dense(self, value: Any) -> np.ndarray:
+        """The value as a float64 numpy array."""
+        raise NotImplementedError
+
+    def arrays(self, value: Any) -> list[np.ndarray]:
+        """The numpy arrays holding a value's entries (to tell whether two values share memory)."""
+        return [value]
+
+    def vstack(self, blocks: list[Any]) -> Any:
+        """Consecutive row blocks of this format as one value."""
+        raise NotImplementedError
+
+    # -- the axis -----------------------------------------------------------------------------
+    @classmethod
+    def register(cls, fmt: Format) -> Format:
+        """Add a format; it is asked before the built-in ones whether it claims a value."""
+        if any(f.name == fmt.name for f in cls._registry):
+            raise ValueError(f"a format named {fmt.name!r} is registered already")
+        cls._registry.insert(0, fmt)
+        return fmt
+
+    @classmethod
+    def unregister(cls, fmt: Format) -> None:
+        if fmt in (cls.DENSE, cls.CSR):
+            raise ValueError("the built-in formats stay registered")
+        cls._registry.remove(fmt)
+
+    @classmethod
+    def members(cls) -> tuple[Format, ...]:
+        return tuple(cls._registry)
+
+    @classmethod
+    def of(cls, value: Any) -> Format | None:
+        """The format that claims a value (None: no format knows it)."""
+        for fmt in cls._registry:
+            if fmt.claims(value):
+                return fmt
+        return None
+
+    @classmethod
+    def convert(cls, value: Any, what: str = "fm.matrix") -> tuple[Format, Any]:
+        """(format, value in it) for a user value; unclaimed values are tried as dense arrays
+        (``np.asarray``: pandas frames, memoryviews, ...)."""
+        fmt = cls.of(value) or cls.DENSE
+        return fmt, fmt.from_value(value, what)
+
+    @staticmethod
+    def result(sparse: bool) -> Format:
+        """The format of a computed result: CSR where zeros annihilate, else dense."""
+        return Format.CSR if sparse else Format.DENSE
 
 
 def _check_numeric(dtype: np.dtype, what: str) -> None:
@@ -26,39 +142,101 @@ def _check_numeric(dtype: np.dtype, what: str) -> None:
         )
 
 
+class _Dense(Format):
+    name = "dense"
+
+    def claims(self, value: Any) -> bool:
+        return isinstance(value, np.ndarray | list | tuple)
+
+    def from_value(self, value: Any, what: str = "fm.matrix") -> np.ndarray:
+        """Array-like -> float64 numpy array of ndim 0, 1 or 2 (3-D and higher are refused)."""
+        if sp.issparse(value):
+            return value.toarray().astype(np.float64, copy=False)
+        if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+            # np.asarray would drop the mask and compute with the hidden values
+            raise TypeError(
+                f"{what}: masked arrays are not supported (fusedml has no masked values); pass "
+                "a.filled(value) for the value masked entries stand for, or drop them first"
+            )
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # as numpy: a Python int beyond int64 meets float64 as a float
+        arr = np.asarray(value)
+        _check_numeric(arr.dtype, what)
+        if arr.ndim > 2:
+            raise ValueError(
+                f"{what}: expected a scalar, 1-D or 2-D array, got a {arr.ndim}-D array of shape "
+                f"{arr.shape}"
+            )
+        return arr.astype(np.float64, copy=False)
+
+    def to_dense(self, value: Any) -> np.ndarray:
+        return value
+
+    def vstack(self, blocks: list[Any]) -> np.ndarray:
+        return np.concatenate(blocks, axis=0)
+
+
+class _Csr(Format):
+    name = "csr"
+    zeros_annihilate = True
+    iterates_nonzeros = True
+    views = False  # a transpose or column range of CSR data is a new matrix
+    threaded_products = False  # scipy.sparse runs on one core
+    BYTES_PER_NONZERO = 12  # float64 value + int32 column index
+
+    def nbytes(self, meta: Any) -> float:
+        return self.BYTES_PER_NONZERO * meta.nnz + 4.0 * (meta.rows + 1)
+
+    def claims(self, value: Any) -> bool:
+        return sp.issparse(value)
+
+    def from_value(self, value: Any, what: str = "fm.matrix") -> sp.csr_array:
+        """Any scipy.sparse matrix/array (or dense 2-D data) -> canonical float64 ``csr_array``,
+        sharing data where it can."""
+        if not sp.issparse(value):
+            return sp.csr_array(Format.DENSE.from_value(value, what))
+        _check_numeric(value.dtype, what)
+        if value.ndim != 2:
+            raise ValueError(f"{what}: expected a 2-D sparse matrix, got {value.ndim}-D")
+        # the input itself when it can be: scipy caches the canonical-format check on the object
+        # (an O(nnz) scan), and a new wrapper per call would scan again
+        if isinstance(value, sp.csr_array) and value.dtype == np.float64:
+            csr = value
+        else:
+            csr = sp.csr_array(value, dtype=np.float64)
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()  # also sorts indices
+        return csr
+
+    def nnz(self, value: Any) -> int:
+        return int(value.nnz)
+
+    def arrays(self, value: Any) -> list[np.ndarray]:
+        return [value.data]
+
+    def vstack(self, blocks: list[Any]) -> sp.csr_array:
+        return sp.csr_array(sp.vstack(blocks, format="csr"))
+
+    def to_dense(self, value: Any) -> np.ndarray:
+        return value.toarray()
+
+
+Format.DENSE = _Dense()
+Format.CSR = _Csr()
+Format._registry.extend([Format.CSR, Format.DENSE])
+
+
 def to_csr(value: object, what: str = "fm.matrix") -> sp.csr_array:
     """Any scipy.sparse matrix/array -> canonical float64 ``csr_array`` (shares data if it can)."""
-    assert sp.issparse(value)
-    _check_numeric(value.dtype, what)
-    if value.ndim != 2:
-        raise ValueError(f"{what}: expected a 2-D sparse matrix, got {value.ndim}-D")
-    # the input itself when it can be: scipy caches the canonical-format check on the object
-    # (an O(nnz) scan), and a new wrapper per call would scan again
-    if isinstance(value, sp.csr_array) and value.dtype == np.float64:
-        csr = value
-    else:
-        csr = sp.csr_array(value, dtype=np.float64)
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()  # also sorts indices
-    return csr
+    return Format.CSR.from_value(value, what)
 
 
 def to_dense(value: object, what: str = "fm.matrix") -> np.ndarray:
     """Array-like -> float64 numpy array of ndim 0, 1 or 2 (3-D and higher are refused)."""
-    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
-        # np.asarray would drop the mask and compute with the hidden values
-        raise TypeError(
-            f"{what}: masked arrays are not supported (fusedml has no masked values); pass "
-            "a.filled(value) for the value masked entries stand for, or drop them first"
-        )
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)  # as numpy: a Python int beyond int64 meets float64 data as a float
-    arr = np.asarray(value)
-    _check_numeric(arr.dtype, what)
-    if arr.ndim > 2:
-        raise ValueError(
-            f"{what}: expected a scalar, 1-D or 2-D array, got a {arr.ndim}-D array of shape "
-            f"{arr.shape}"
-        )
-    return arr.astype(np.float64, copy=False)
+    return Format.DENSE.from_value(value, what)
+
+
+def density_decade(nnz: int, cells: int) -> int | None:
+    """floor(log10(nnz / cells)): plans depend on the order of magnitude of a density."""
+    return math.floor(math.log10(nnz / cells)) if nnz and cells else None

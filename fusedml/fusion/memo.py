@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fusedml.formats import Format
 from fusedml.fusion.templates import CloseType, TemplateType
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
@@ -30,13 +29,13 @@ class MemoEntry:
         return any(i is child and f for i, f in zip(node.inputs, self.fused, strict=True))
 
     def streams_outer(self, node: Node) -> bool:
-        """Whether this is an Outer operator root at ``node`` with a CSR result: it computes the
-        cells of its outer product only at the driver's non-zeros and stores none of them. (Over a
-        dense driver its result is as large as the product.)"""
+        """Whether this is an Outer operator root at ``node`` with a sparse result: it computes
+        the cells of its outer product only at the driver's non-zeros and stores none of them.
+        (Over a dense driver its result is as large as the product.)"""
         return (
             self.type is TemplateType.OUTER
             and self.close.is_valid
-            and node.meta.format is Format.CSR
+            and node.meta.format.zeros_annihilate
         )
 
     def describe(self, node: Node, index: dict[Node, int]) -> str:

@@ -32,7 +32,7 @@ def data(name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None)
 
 def const(value: float) -> Node:
     value = float(value)
-    meta = Meta((), int(value != 0.0), Format.DENSE)
+    meta = Meta((), int(value != 0.0), Format.result(sparse=False))
     return intern(Op.CONST, (), {"value": value}, infer_meta, meta)
 
 

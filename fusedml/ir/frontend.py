@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fusedml._errors import ShapeError
-from fusedml.formats import Format, to_csr, to_dense
+from fusedml.formats import Format
 from fusedml.ir.build import const, data, make
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op, apply_elementwise
@@ -198,24 +197,22 @@ def user_shape(node: Node, ndim: int) -> tuple[int, ...]:
 
 # -- leaves ----------------------------------------------------------------------------------
 def matrix(value: Any) -> Expr:
-    """Wrap numpy data (0-D, 1-D or 2-D) or a scipy.sparse matrix (any format; becomes CSR).
+    """Wrap numpy data (0-D, 1-D or 2-D), a scipy.sparse matrix (any format; becomes CSR) or a
+    value of another registered format (``fusedml.formats.Format``).
 
     Integer, boolean and float32 data are converted to float64.
     """
     if isinstance(value, Expr):
         return value
     name = f"m{next(_leaf_names)}"
-    if sp.issparse(value):
-        csr = to_csr(value)
-        node = data(name, csr.shape, Format.CSR, csr.nnz)
-        return Expr(node, 2, {node: csr})
-    arr = to_dense(value)
-    if arr.ndim == 0:
-        node = data(name, (), Format.DENSE)
-        return Expr(node, 0, {node: float(arr)})
-    ir_value = arr.reshape(-1, 1) if arr.ndim == 1 else arr
-    node = data(name, ir_value.shape, Format.DENSE)
-    return Expr(node, arr.ndim, {node: ir_value})
+    fmt, value = Format.convert(value)
+    ndim = np.ndim(value) if isinstance(value, np.ndarray) else 2
+    if ndim == 0:
+        node = data(name, (), fmt)
+        return Expr(node, 0, {node: float(value)})
+    ir_value = value.reshape(-1, 1) if ndim == 1 else value
+    node = data(name, ir_value.shape, fmt, fmt.nnz(ir_value))
+    return Expr(node, ndim, {node: ir_value})
 
 
 def placeholder(name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None) -> Expr:
@@ -229,8 +226,7 @@ def _is_scalar(x: Any) -> bool:
 
 
 def _scalar_value(x: Any, what: str) -> float:
-    arr = to_dense(x, what)
-    return float(arr)
+    return float(Format.convert(x, what)[1])
 
 
 def as_expr(x: Any, what: str = "operand") -> Expr:
@@ -238,7 +234,7 @@ def as_expr(x: Any, what: str = "operand") -> Expr:
         return x
     if _is_scalar(x):
         return Expr(const(_scalar_value(x, what)), 0)
-    if isinstance(x, np.ndarray | list | tuple) or sp.issparse(x):
+    if Format.of(x) is not None:
         return matrix(x)
     raise TypeError(f"{what}: cannot use a {type(x).__name__} as a matrix operand")
 

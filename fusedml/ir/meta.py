@@ -1,11 +1,14 @@
 """Per-op derivation of ``Meta``: output shape, format, nnz estimate and dtype.
 
-Format rules (they define when results stay sparse, and so where CSR zeros annihilate):
-- unary on CSR stays CSR iff f(0) == 0;
-- MUL is CSR if any operand is CSR, DIV if its numerator is (a CSR zero annihilates, even inf/NaN);
-- other binary ops are CSR iff their CSR operands meet zeros/constants c with f(0, c) == 0;
-- MATMUL is CSR iff both operands are; TRANSPOSE and COLS keep the format; HSTACK is CSR iff all
-  inputs are; WHERE and aggregates are dense.
+Format rules: a *sparse* operand is one whose format's zeros annihilate
+(``Format.zeros_annihilate``, CSR's); they define when results stay sparse, and a sparse result
+takes ``Format.result(True)``:
+- unary on a sparse operand stays sparse iff f(0) == 0;
+- MUL is sparse if any operand is, DIV if its numerator is (a sparse zero annihilates, even
+  inf/NaN);
+- other binary ops are sparse iff their sparse operands meet zeros/constants c with f(0, c) == 0;
+- MATMUL is sparse iff both operands are; TRANSPOSE and COLS keep the operand's (canonical)
+  format; HSTACK is sparse iff all inputs are; WHERE and aggregates are dense.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ from fusedml.ir.ops import (
     zero_preserving,
 )
 
-CSR, DENSE = Format.CSR, Format.DENSE
+SPARSE, DENSE = Format.result(sparse=True), Format.result(sparse=False)
+
+
+def _sparse(node: Node) -> bool:
+    return node.meta.format.zeros_annihilate
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -55,16 +62,16 @@ def _scaled_nnz(node: Node, out_cells: int) -> int:
 def _elementwise(op: Op, inputs: tuple[Node, ...]) -> Meta:
     shape = broadcast_shapes(*(i.shape for i in inputs))
     cells = _cells(shape)
-    csr = [i for i in inputs if i.meta.format is CSR]
+    sparse = [i for i in inputs if _sparse(i)]
     fmt, nnz = DENSE, cells
-    if csr and shape:
+    if sparse and shape:
         if op in UNARY:
             if zero_preserving(op):
-                fmt, nnz = CSR, inputs[0].meta.nnz
+                fmt, nnz = SPARSE, inputs[0].meta.nnz
         elif op in ANNIHILATING_OPERANDS:
-            drivers = [inputs[k] for k in ANNIHILATING_OPERANDS[op] if inputs[k] in csr]
+            drivers = [inputs[k] for k in ANNIHILATING_OPERANDS[op] if inputs[k] in sparse]
             if drivers:
-                fmt, nnz = CSR, min(_scaled_nnz(d, cells) for d in drivers)
+                fmt, nnz = SPARSE, min(_scaled_nnz(d, cells) for d in drivers)
         elif op in BINARY:
             fmt, nnz = _binary_sparse_rule(op, inputs, cells)
     return Meta(shape, nnz, fmt)
@@ -72,13 +79,13 @@ def _elementwise(op: Op, inputs: tuple[Node, ...]) -> Meta:
 
 def _binary_sparse_rule(op: Op, inputs: tuple[Node, ...], cells: int) -> tuple[Format, int]:
     a, b = inputs
-    if a.meta.format is CSR and b.meta.format is CSR:
+    if _sparse(a) and _sparse(b):
         if zero_preserving(op):
-            return CSR, min(cells, _scaled_nnz(a, cells) + _scaled_nnz(b, cells))
+            return SPARSE, min(cells, _scaled_nnz(a, cells) + _scaled_nnz(b, cells))
         return DENSE, cells
-    sparse, other, pos = (a, b, 0) if a.meta.format is CSR else (b, a, 1)
+    sparse, other, pos = (a, b, 0) if _sparse(a) else (b, a, 1)
     if other.op is Op.CONST and zero_preserving(op, other.attr("value"), zero_position=pos):
-        return CSR, _scaled_nnz(sparse, cells)
+        return SPARSE, _scaled_nnz(sparse, cells)
     return DENSE, cells
 
 
@@ -111,10 +118,10 @@ def _matmul(a: Node, b: Node) -> Meta:
     if k != k2:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not align ({k} != {k2})")
     cells = m * n
-    if a.meta.format is CSR and b.meta.format is CSR:
+    if _sparse(a) and _sparse(b):
         # average case: a cell is non-zero unless all k products are zero
         p = 1.0 - (1.0 - a.meta.sparsity * b.meta.sparsity) ** k if k else 0.0
-        return Meta((m, n), min(cells, math.ceil(cells * p)), CSR)
+        return Meta((m, n), min(cells, math.ceil(cells * p)), SPARSE)
     return Meta((m, n), cells, DENSE)
 
 
@@ -134,15 +141,16 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         if x.meta.is_scalar:
             raise ShapeError("transpose: the IR transposes matrices, got a scalar")
         m = x.meta
-        return Meta((m.cols, m.rows), m.nnz, m.format, m.dtype)
+        return Meta((m.cols, m.rows), m.nnz, m.format.canonical, m.dtype)
     if op is Op.COLS:
         (x,) = inputs
         start, stop = attrs["start"], attrs["stop"]
         if x.meta.is_scalar or not 0 <= start <= stop <= x.meta.cols:
             raise ShapeError(f"cols: range [{start}, {stop}) outside a {x.shape} matrix")
         m, width = x.meta, stop - start
-        nnz = m.rows * width if m.format is DENSE else math.ceil(m.nnz * width / max(m.cols, 1))
-        return Meta((m.rows, width), nnz, m.format, m.dtype)
+        fmt = m.format.canonical
+        nnz = math.ceil(m.nnz * width / max(m.cols, 1)) if _sparse(x) else m.rows * width
+        return Meta((m.rows, width), nnz, fmt, m.dtype)
     if op is Op.HSTACK:
         if not inputs or any(i.meta.is_scalar for i in inputs):
             raise ShapeError("hstack: needs one or more matrix inputs")
@@ -150,10 +158,11 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         if len(rows) != 1:
             shapes = ", ".join(str(i.shape) for i in inputs)
             raise ShapeError(f"hstack: all inputs need the same number of rows, got {shapes}")
-        fmt = CSR if all(i.meta.format is CSR for i in inputs) else DENSE
+        sparse = all(_sparse(i) for i in inputs)
+        fmt = SPARSE if sparse else DENSE
         dtype = "int64" if all(i.meta.dtype == "int64" for i in inputs) else "float64"
         cols = sum(i.meta.cols for i in inputs)
-        nnz = sum(i.meta.nnz for i in inputs) if fmt is CSR else rows.pop() * cols
+        nnz = sum(i.meta.nnz for i in inputs) if sparse else rows.pop() * cols
         return Meta((inputs[0].meta.rows, cols), nnz, fmt, dtype)
     if op is Op.HAND:
         params, definition = attrs["params"], attrs["definition"]

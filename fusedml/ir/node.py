@@ -50,8 +50,8 @@ class Meta:
     def describe(self) -> str:
         if self.is_scalar:
             return "scalar"
-        text = f"{self.rows}x{self.cols} {self.format.value}"
-        if self.format is Format.CSR:
+        text = f"{self.rows}x{self.cols} {self.format.name}"
+        if self.format.iterates_nonzeros:
             text += f" nnz~{self.nnz}"
         if self.dtype != "float64":
             text += f" {self.dtype}"

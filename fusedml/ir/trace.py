@@ -1,32 +1,30 @@
 """Tracing a Python function into a DAG, once per input signature.
 
 A signature names, per argument: a runtime scalar (python/numpy number: its value is bound at each
-call, never baked in), a dense array (shape), a CSR matrix (shape and order of magnitude of its
-density, since plans depend on sparsity) or a static value (given in ``static_argnames``, or a
+call, never baked in), a matrix (format and shape, and for sparse layouts the order of magnitude of
+its density, since plans depend on sparsity) or a static value (given in ``static_argnames``, or a
 bool/str/None/tuple, compared by value).
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from fusedml.formats import Format, to_csr, to_dense
+from fusedml.formats import Format, density_decade
 from fusedml.ir.frontend import Expr, as_expr, placeholder
 from fusedml.ir.node import Node
 
 
 @dataclass(frozen=True)
 class ArgSpec:
-    kind: str  # "scalar" | "dense" | "csr" | "static"
+    kind: str  # "scalar" | "matrix" | "static"
     shape: tuple[int, ...] = ()
-    density_decade: int | None = None  # floor(log10(nnz / cells)) for CSR, None if empty
+    format: Format | None = None  # None for static arguments
+    density_decade: int | None = None  # floor(log10(nnz / cells)) of a sparse layout
     value: Any = None  # static arguments only
 
 
@@ -41,23 +39,19 @@ def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
         return ArgSpec("static", value=value), value
     if isinstance(value, Expr):
         raise TypeError(f"{what}: pass concrete arrays to a jit function, not lazy expressions")
-    if sp.issparse(value):
-        csr = to_csr(value, what)
-        cells = csr.shape[0] * csr.shape[1]
-        decade = math.floor(math.log10(csr.nnz / cells)) if csr.nnz else None
-        return ArgSpec("csr", csr.shape, decade), csr
-    if isinstance(value, numbers.Number | np.generic):
-        return ArgSpec("scalar"), float(to_dense(value, what))
-    arr = to_dense(value, what)
-    if arr.ndim == 0:
-        return ArgSpec("scalar"), float(arr)
-    return ArgSpec("dense", arr.shape), arr
+    fmt, value = Format.convert(value, what)
+    shape = value.shape
+    if not shape:
+        return ArgSpec("scalar", (), fmt), float(value)
+    decade = None
+    if fmt.iterates_nonzeros:
+        decade = density_decade(fmt.nnz(value), shape[0] * shape[1])
+    return ArgSpec("matrix", shape, fmt, decade), value
 
 
 def _placeholder(name: str, spec: ArgSpec, value: Any) -> Expr:
-    if spec.kind == "csr":
-        return placeholder(name, spec.shape, Format.CSR, value.nnz)
-    return placeholder(name, spec.shape, Format.DENSE)
+    nnz = spec.format.nnz(value) if spec.format.iterates_nonzeros else None
+    return placeholder(name, spec.shape, spec.format, nnz)
 
 
 def bind_value(node: Node, value: Any) -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusedml.formats import Format
 from fusedml.ir.build import make, placeholder, rebuild
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
@@ -33,7 +32,8 @@ class HandRule:
 
 
 def _matrix(n: Node) -> bool:
-    return not n.meta.is_scalar
+    """A matrix in a format the hand-written kernels read: the built-in (canonical) ones."""
+    return not n.meta.is_scalar and n.meta.format is n.meta.format.canonical
 
 
 def _scalar(n: Node) -> bool:
@@ -41,7 +41,7 @@ def _scalar(n: Node) -> bool:
 
 
 def _dense(n: Node) -> bool:
-    return n.meta.format is Format.DENSE and _matrix(n)
+    return _matrix(n) and not n.meta.format.zeros_annihilate
 
 
 def _column(n: Node) -> bool:
@@ -72,13 +72,13 @@ def _low_rank(b: dict[str, Node]) -> bool:
     return b["U"].meta.cols <= min(uv.meta.rows, uv.meta.cols)
 
 
-TSMM_SPARSE_MAX = 4096  # a CSR tsmm accumulates its (symmetric) result densely
+TSMM_SPARSE_MAX = 4096  # a sparse tsmm accumulates its (symmetric) result densely
 
 
 def _tsmm_fits(side: int) -> Callable[[dict[str, Node]], bool]:
     def fits(b: dict[str, Node]) -> bool:
         x = b["X"].meta
-        return x.format is Format.DENSE or x.shape[side] <= TSMM_SPARSE_MAX
+        return not x.format.iterates_nonzeros or x.shape[side] <= TSMM_SPARSE_MAX
 
     return fits
 
@@ -152,10 +152,10 @@ def _rules() -> tuple[HandRule, ...]:
     add(HandRule("tsmm", "left", P(Op.MATMUL, xt, X), ("X",), _tsmm_fits(1)))
     add(HandRule("tsmm", "right", P(Op.MATMUL, X, xt), ("X",), _tsmm_fits(0)))
 
-    def not_both_csr(b: dict[str, Node]) -> bool:
-        return not (b["X"].meta.format is b["Y"].meta.format is Format.CSR)
+    def not_both_sparse(b: dict[str, Node]) -> bool:
+        return not (b["X"].meta.format.zeros_annihilate and b["Y"].meta.format.zeros_annihilate)
 
-    axpy = _and(_same_shape("X", "Y"), not_both_csr)
+    axpy = _and(_same_shape("X", "Y"), not_both_sparse)
     for op, tag in ((Op.ADD, "plus"), (Op.SUB, "minus")):  # +* / -*
         add(HandRule("axpy", tag, P(op, X, P(Op.MUL, S, Y)), ("X", "s", "Y"), axpy))
     add(

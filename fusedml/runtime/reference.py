@@ -208,7 +208,9 @@ def _matmul(node: Node, a: Value, b: Value) -> Value:
         return out
     if sp.issparse(b):  # dense @ CSR via the transposed product scipy implements natively
         return np.asarray((b.T @ a.T).T)
-    return np.asarray(a @ b)
+    if sp.issparse(a):
+        return np.asarray(a @ b)
+    return a @ b  # dense: no conversion, so that any dense array type keeps its own product
 
 
 def _transpose(node: Node, x: Value) -> Value:
@@ -243,9 +245,11 @@ def _hand(node: Node, args: Sequence[Value]) -> Value:
 
 
 def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
-    """The value of ``node`` given the values of its inputs (leaves are bound by the caller)."""
+    """The value of ``node`` given the values of its inputs (leaves are bound by the caller).
+    Inputs of a format without operations here are computed in their canonical format."""
     if node.op is Op.CONST:
         return node.attr("value")
+    args = [i.meta.format.to_canonical(a) for i, a in zip(node.inputs, args, strict=True)]
     if node.op is Op.HAND:
         return _hand(node, args)
     with np.errstate(all="ignore"):

@@ -9,11 +9,12 @@ Rates depend on where the work runs: generated kernels, BLAS products and hand-w
 every core; numpy's elementwise loops and reductions and scipy.sparse use one (``numpy_*``
 constants), so a lone elementwise operator over big data is worth fusing into a parallel kernel.
 
-Sparsity-aware: non-zeros decide the bytes of CSR data; a sparse-safe operator driven by a CSR input
-(its body's result is CSR, see ir/meta.py) reads its dense side inputs and computes only at the
-driver's non-zeros; an Outer operator computes ``U[i] . V[j]`` only at its sparse driver's
-non-zeros. Unfused nodes are costed alike, as operators of one node (dense transposes and column
-ranges are numpy views and cost only their dispatch).
+Sparsity-aware, through the formats' traits: each format gives the bytes and visited cells of a
+value; a sparse-safe operator driven by a sparse input (one whose zeros annihilate and whose
+layout visits non-zeros only; its body's result is sparse, see ir/meta.py) reads its dense side
+inputs and computes only at the driver's non-zeros; an Outer operator computes ``U[i] . V[j]``
+only at its sparse driver's non-zeros. Unfused nodes are costed alike, as operators of one node
+(transposes and column ranges of formats with views cost only their dispatch).
 """
 
 from __future__ import annotations
@@ -22,28 +23,33 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fusedml.formats import Format
 from fusedml.fusion.templates import TemplateType
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, FLOPS_PER_AGGREGATED_CELL, FLOPS_PER_CELL, Op
 from fusedml.select.candidates import Candidate, Selection
 from fusedml.select.constants import CostConstants
 
-CSR_BYTES_PER_NNZ = 12  # float64 value + int32 column index
-
 
 @functools.lru_cache(maxsize=1 << 14)
 def node_bytes(n: Node) -> float:
     meta = n.meta
-    if meta.is_scalar:
-        return 8.0
-    if meta.format is Format.CSR:
-        return CSR_BYTES_PER_NNZ * meta.nnz + 4.0 * (meta.rows + 1)
-    return 8.0 * meta.cells
+    return 8.0 if meta.is_scalar else meta.format.nbytes(meta)
 
 
 def _work_cells(n: Node) -> float:
-    return n.meta.nnz if n.meta.format is Format.CSR else n.meta.cells
+    return n.meta.format.work_cells(n.meta)
+
+
+def _nonzeros_only(n: Node) -> bool:
+    """Whether work over ``n`` visits only its non-zeros (a sparse layout)."""
+    return n.meta.format.iterates_nonzeros
+
+
+def drives_sparse(n: Node) -> bool:
+    """Whether ``n`` can drive an operator over its non-zeros alone: its zeros annihilate and its
+    layout iterates them."""
+    fmt = n.meta.format
+    return fmt.zeros_annihilate and fmt.iterates_nonzeros
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -56,9 +62,9 @@ def node_flops(n: Node) -> float:
         return FLOPS_PER_AGGREGATED_CELL[n.op] * _work_cells(n.inputs[0])
     if n.op is Op.MATMUL:
         a, b = n.inputs
-        if a.meta.format is Format.CSR:
+        if _nonzeros_only(a):
             return 2.0 * a.meta.nnz * b.meta.cols
-        if b.meta.format is Format.CSR:
+        if _nonzeros_only(b):
             return 2.0 * b.meta.nnz * a.meta.rows
         return 2.0 * a.meta.rows * a.meta.cols * b.meta.cols
     if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK):
@@ -77,32 +83,33 @@ def node_flops(n: Node) -> float:
 
 
 def _is_view(n: Node) -> bool:
-    return n.op in (Op.TRANSPOSE, Op.COLS) and n.meta.format is Format.DENSE
+    return n.op in (Op.TRANSPOSE, Op.COLS) and n.inputs[0].meta.format.views
 
 
 def sparse_driver(op: Candidate) -> Node | None:
-    """The CSR input whose non-zeros alone drive the operator (None: it scans every cell)."""
+    """The sparse input whose non-zeros alone drive the operator (None: it scans every cell)."""
     if op.type is TemplateType.OUTER:
         for n in op.nodes:
-            if n.op in (Op.MUL, Op.DIV) and n.meta.format is Format.CSR:
-                csr = [i for i in n.inputs if i.meta.format is Format.CSR and i not in op.nodes]
-                if csr:
-                    return csr[0]
+            if n.op in (Op.MUL, Op.DIV) and n.meta.format.zeros_annihilate:
+                drivers = [i for i in n.inputs if drives_sparse(i) and i not in op.nodes]
+                if drivers:
+                    return drivers[0]
         return None
     bodies = [r.inputs[0] if r.op in AGGREGATE else r for r in op.roots]
-    if not all(b.meta.format is Format.CSR for b in bodies):
+    if not all(b.meta.format.zeros_annihilate for b in bodies):
         return None
     shape = bodies[0].shape
-    csr = [i for i in op.inputs if i.meta.format is Format.CSR and i.shape == shape]
-    return max(csr, key=lambda i: i.meta.nnz) if csr else None
+    drivers = [i for i in op.inputs if drives_sparse(i) and i.shape == shape]
+    return max(drivers, key=lambda i: i.meta.nnz) if drivers else None
 
 
 def all_cores(n: Node) -> bool:
-    """Whether an unfused node runs on every core: dense products (BLAS) and hand-written kernels
-    do; numpy's elementwise loops and reductions and scipy.sparse run on one."""
+    """Whether an unfused node runs on every core: products whose operands' formats have
+    threaded products (BLAS) and hand-written kernels do; numpy's elementwise loops and
+    reductions and scipy.sparse run on one."""
     if n.op is Op.HAND:
         return True
-    return n.op is Op.MATMUL and all(i.meta.format is Format.DENSE for i in n.inputs)
+    return n.op is Op.MATMUL and all(i.meta.format.threaded_products for i in n.inputs)
 
 
 def _row_vector(n: Node) -> bool:
@@ -110,17 +117,17 @@ def _row_vector(n: Node) -> bool:
 
 
 def _dense_row_flops(op: Candidate) -> float:
-    """The extra work of a Row kernel over CSR rows: it computes an elementwise row vector over
-    the row's whole width, after scattering each CSR input it reads so into a zeroed scratch row
-    (codegen/row.py), where ``node_flops`` counted only non-zeros."""
+    """The extra work of a Row kernel over sparse rows: it computes an elementwise row vector over
+    the row's whole width, after scattering each sparse input it reads so into a zeroed scratch
+    row (codegen/row.py), where ``node_flops`` counted only non-zeros."""
     extra = 0.0
     scattered: set[Node] = set()
     for n in op.nodes:
         if not _row_vector(n):
             continue
-        if n.meta.format is Format.CSR and n.meta.nnz < n.meta.cells:
+        if _nonzeros_only(n) and n.meta.nnz < n.meta.cells:
             extra += node_flops(n) * (n.meta.cells / max(n.meta.nnz, 1.0) - 1.0)
-        scattered.update(i for i in n.inputs if i.meta.format is Format.CSR and i not in op.nodes)
+        scattered.update(i for i in n.inputs if _nonzeros_only(i) and i not in op.nodes)
     return extra + sum(2.0 * i.meta.cells for i in scattered)  # zero the row, then scatter
 
 
@@ -245,12 +252,12 @@ class ScopeBound:
     read_bytes: float  # its external inputs
     write_bytes: float  # the outputs every plan writes
     flops: float
-    density: float  # the sparsest CSR node's density (1.0 if none)
+    density: float  # the sparsest sparse-layout node's density (1.0 if none)
 
     @classmethod
     def of(cls, nodes: Iterable[Node], external: Iterable[Node], outputs: Iterable[Node]):
         nodes = list(nodes)
-        density = min((n.meta.sparsity for n in nodes if n.meta.format is Format.CSR), default=1.0)
+        density = min((n.meta.sparsity for n in nodes if _nonzeros_only(n)), default=1.0)
         return cls(
             sum(node_bytes(i) for i in external),
             sum(node_bytes(o) for o in outputs),

@@ -247,14 +247,14 @@ def test_concurrent_writers_of_an_empty_cache(tmp_path, golden):
 def test_the_fallback_warning_names_the_kernel_file(broken, monkeypatch):
     from fusedml import pipeline
     from fusedml.codegen import cache as kernel_cache
-    from fusedml.runtime import executor, fused
+    from fusedml.runtime import backend, fused
 
     def get_broken_kernel(key, make):
         return kernel_cache.get_kernel((broken, key), lambda: replace(make(), source=broken))
 
     monkeypatch.setattr(fused, "get_kernel", get_broken_kernel)
     monkeypatch.setattr(pipeline, "_plan_cache", type(pipeline._plan_cache)())
-    monkeypatch.setattr(executor, "_fallback_warned", set())
+    monkeypatch.setattr(backend, "_fallback_warned", set())
     Xm = fm.matrix(X)
     expr = fm.sum(fm.exp(Xm) * Xm)
     with pytest.warns(fm.KernelFallbackWarning) as caught:

@@ -56,11 +56,11 @@ def test_kernel_key_ignores_data_shapes_and_literal_values():
 def test_outer_kinds():
     W = fm.matrix(sp.random(3000, 2000, density=0.01, format="csr", random_state=1))
     U, V = fm.matrix(RNG.standard_normal((3000, 10))), fm.matrix(RNG.standard_normal((2000, 10)))
-    assert only_operator(W * (U @ V.T)).aggregation == "cellwise"
-    assert only_operator((W * (U @ V.T)) @ V).aggregation == "right"
+    assert only_operator(W * (U @ V.T)).aggregation == "no_agg"
+    assert only_operator((W * (U @ V.T)) @ V).aggregation == "row_product"
     left = (W * (U @ V.T)).T @ U
-    assert only_operator(left).aggregation == "left"
+    assert only_operator(left).aggregation == "col_product"
     np.testing.assert_allclose(
         fm.evaluate(left), fm.evaluate(left, fusion="none"), rtol=1e-9, atol=1e-12
     )
-    assert only_operator(fm.sum(W * (U @ V.T))).aggregation == "agg"
+    assert only_operator(fm.sum(W * (U @ V.T))).aggregation == "full_agg"

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from fusedml.datasets.bodies import mlogreg_step
 
 import fusedml as fm
+from fusedml.cplan.kinds import OutputKind
 from fusedml.ir.ops import Op
 
 ROWS = 200_000  # large enough that fusing pays for the amortized compile in the cost model
@@ -64,7 +65,7 @@ def test_mmchain_is_one_row_operator(dense):
     expr = X.T @ (dense["w"] * (X @ dense["v"]))
     plan = assert_plan(expr, ["row"])
     op = plan.operators[0]
-    assert op.aggregation == "col_agg_t" and op.main_input is X.node
+    assert op.aggregation == "col_product" and op.main_input is X.node
     assert plan.unfused == ()  # X.T is read in place, not materialized
     x = dense["X"]
     np.testing.assert_allclose(fm.evaluate(expr), x.T @ (dense["w"] * (x @ dense["v"])))
@@ -90,7 +91,7 @@ def test_outer_patterns_are_one_outer_operator_each(factors):
     Wm, Um, Vm = fm.matrix(W), fm.matrix(U), fm.matrix(V)
     loss = fm.sum(Wm * (Um @ Vm.T) ** 2)
     right = (Wm * (Um @ Vm.T)) @ Vm
-    for expr, kind in ((loss, "agg"), (right, "right")):
+    for expr, kind in ((loss, "full_agg"), (right, "row_product")):
         plan = assert_plan(expr, ["outer"])
         assert plan.operators[0].aggregation == kind
         assert plan.operators[0].main_input is Wm.node  # the sparse driver
@@ -165,7 +166,7 @@ def test_kmeans_iteration_is_one_row_multi_aggregate(dense, fmt):
     exprs = _lloyd(X, c)
     plan = assert_plan(exprs, ["row"])
     (op,) = plan.operators
-    assert op.cplan.kind == "multi_agg" and len(op.roots) == 2 and op.main_input is X.node
+    assert op.cplan.kind is OutputKind.MULTI and len(op.roots) == 2 and op.main_input is X.node
     assert_plan(exprs, ["row", "row"], fusion="fuse_all")
     want = _lloyd_numpy(x, c)
     for mode in ("cost_based", "fuse_all"):
@@ -234,7 +235,7 @@ def test_mlogreg_probabilities_and_loss_are_one_row_operator(dense):
     exprs = (E / total, loss)
     plan = assert_plan(exprs, ["row"])
     (op,) = plan.operators
-    assert op.cplan.kind == "multi_agg" and len(op.roots) == 4
+    assert op.cplan.kind is OutputKind.MULTI and len(op.roots) == 4
     xb = x @ b
     t = np.maximum(xb.max(axis=1, keepdims=True), 0.0)
     e = np.exp(xb - t)

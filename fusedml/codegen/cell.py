@@ -1,0 +1,193 @@
+"""The Cell and MAgg skeleton: one value per cell of the main input's shape, then no, row, column
+or full aggregation (MAgg: several full aggregates over the same cells).
+
+The skeleton owns the loops: ``prange`` over row chunks, the row loop, and either every column
+or, for a sparse-safe body over a sparse driver, the driver's stored entries only (the operand's
+non-zero iteration); inputs are read through their operands. The generated body fills in one
+cell's value.
+"""
+
+from __future__ import annotations
+
+from fusedml.codegen.chunking import CHUNKS, partial_chunks_source
+from fusedml.codegen.operands import Param
+from fusedml.codegen.render import Literals, render_scalar_body
+from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
+from fusedml.cplan.kinds import OutputKind
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.ir.ops import AGGREGATE, Op
+
+
+def side_reads(params: list[Param], main: Param | None, src: Source, depth: int) -> dict:
+    """Source expression per placeholder at cell (i, j); the operands' per-row loads go to src."""
+    access: dict[Node, str] = {}
+    for p in params:
+        if p is not main:
+            src.block(depth, p.operand.load_row(p, "i"))
+            access[p.node] = p.at("i", "j")
+    return access
+
+
+def buffers(params: list[Param], src: Source, depth: int) -> None:
+    """Per-chunk scratch of every operand read by cell (row widths are the main input's)."""
+    for p in params:
+        src.block(depth, p.operand.buffers(p, "n"))
+
+
+class _Cell:
+    """One Cell/MAgg kernel under construction."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+        self.params: list[Param] = list(spec.params)
+        self.main = self.params[0]
+        body = spec.cplan.body
+        self.values = [r.inputs[0] if r.op in AGGREGATE else r for r in body.roots]
+        self.aggs = list(spec.cplan.aggregations)
+        self.kind = spec.cplan.outputs[0]  # MAgg: every output is a full aggregate
+        self.sparse = spec.sparse
+        # a sparse driver's implicit zeros take part in min and max: count what is stored
+        self.count_stored = self.sparse and any(a in ("min", "max") for a in self.aggs)
+        self.literals = Literals()
+        self.src = Source()
+
+    def cell_body(self) -> tuple[Source, list[str], list[str], list[str]]:
+        """(per-row loads, the column loop header, per-cell lines, each output's value)."""
+        loads = Source()
+        read = [p for p in self.params if not (self.sparse and p is self.main)]
+        access = side_reads(read, None, loads, 3)
+        if self.sparse:
+            head = self.main.operand.nonzeros(self.main, "i", "j", "av", "p")
+            access[self.main.node] = "av"
+        else:
+            head = ["for j in range(n):"]
+        order = [n for n in Dag(self.values).nodes if n.op is not Op.DATA]
+        lines, names = render_scalar_body(order, access, self.literals, "    " * 4)
+        results = [names[v] if v.op is not Op.CONST else self.literals.name(v) for v in self.values]
+        return loads, head, lines, results
+
+    def allocate(self) -> None:
+        src, k = self.src, len(self.values)
+        if self.kind is OutputKind.NO_AGG:
+            size = self.main.operand.stored(self.main) if self.sparse else "(m, n)"
+            src(1, f"out = np.empty({size})")
+            src(1, "f.huge_pages(out)")
+        elif self.kind is OutputKind.FULL_AGG:
+            src(1, f"partial = np.empty((nchunk, {k}))")
+            if self.count_stored:
+                src(1, "stored = np.zeros(nchunk)")
+        elif self.kind is OutputKind.ROW_AGG:
+            src(1, "out = np.empty(m)")
+            src(1, "f.huge_pages(out)")
+        else:
+            src(1, "partial = np.empty((nchunk, n))")
+            if self.count_stored:
+                src(1, "counts = np.zeros((nchunk, n))")
+
+    def chunk_start(self) -> None:
+        src = self.src
+        src(2, "lo = c * m // nchunk")
+        src(2, "hi = (c + 1) * m // nchunk")
+        buffers([p for p in self.params if not (self.sparse and p is self.main)], src, 2)
+        if self.kind is OutputKind.FULL_AGG:
+            for r, agg in enumerate(self.aggs):
+                src(2, f"acc{r} = {INIT[agg]}")
+            if self.count_stored:
+                src(2, "seen = 0.0")
+        if self.kind is OutputKind.COL_AGG:
+            src(2, f"colacc = np.full(n, {INIT[self.aggs[0]]})")
+
+    def per_cell(self, results: list[str]) -> None:
+        src, agg = self.src, self.aggs[0]
+        if self.kind is OutputKind.NO_AGG:
+            src(4, f"out[p] = {results[0]}" if self.sparse else f"out[i, j] = {results[0]}")
+        elif self.kind is OutputKind.FULL_AGG:
+            for r, a in enumerate(self.aggs):
+                src(4, fold(a, f"acc{r}", results[r]))
+            if self.count_stored:
+                src(4, "seen += 1.0")
+        elif self.kind is OutputKind.ROW_AGG:
+            src(4, fold(agg, "racc", results[0]))
+            if self.count_stored:
+                src(4, "rseen += 1")
+        else:
+            src(4, fold(agg, "colacc[j]", results[0]))
+            if self.count_stored:
+                src(4, "counts[c, j] += 1.0")
+
+    def row_end(self) -> None:
+        src, agg = self.src, self.aggs[0]
+        if self.kind is not OutputKind.ROW_AGG:
+            return
+        if self.count_stored:  # implicit zeros of the row take part
+            src(3, "if rseen < n:")
+            src(4, fold(agg, "racc", "0.0"))
+        src(3, "out[i] = f.div(racc, np.float64(n))" if agg == "mean" else "out[i] = racc")
+
+    def chunk_end(self) -> None:
+        if self.kind is OutputKind.FULL_AGG:
+            for r in range(len(self.aggs)):
+                self.src(2, f"partial[c, {r}] = acc{r}")
+            if self.count_stored:
+                self.src(2, "stored[c] = seen")
+        elif self.kind is OutputKind.COL_AGG:
+            self.src(2, "partial[c, :] = colacc")
+
+    def combine(self) -> None:
+        """The chunks' partials, combined in chunk order; a sparse driver's implicit zeros take
+        part in min and max."""
+        src, k = self.src, len(self.aggs)
+        if self.kind in (OutputKind.NO_AGG, OutputKind.ROW_AGG):
+            src(1, "return out")
+        elif self.kind is OutputKind.FULL_AGG:
+            src(1, f"result = np.empty({k})")
+            for r, agg in enumerate(self.aggs):
+                src(1, f"acc = {INIT[agg]}")
+                src(1, "for c in range(nchunk):")
+                src(2, fold(agg, "acc", f"partial[c, {r}]"))
+                if self.count_stored and agg in ("min", "max"):
+                    src(1, "if stored.sum() < m * n:")
+                    src(2, fold(agg, "acc", "0.0"))
+                src(1, f"result[{r}] = acc")
+            src(1, "return result")
+        else:
+            agg = self.aggs[0]
+            src(1, f"out = np.full(n, {INIT[agg]})")
+            src(1, "for c in range(nchunk):")
+            src(2, "for j in range(n):")
+            src(3, fold(agg, "out[j]", "partial[c, j]"))
+            if self.count_stored:
+                src(1, "seen = counts.sum(axis=0)")
+                src(1, "for j in range(n):")
+                src(2, "if seen[j] < m:")
+                src(3, fold(agg, "out[j]", "0.0"))
+            src(1, "return out")
+
+    def build(self) -> Kernel:
+        loads, head, lines, results = self.cell_body()  # renders first: literals become args
+        src = self.src
+        src(0, signature(self.params, self.literals))
+        chunks = partial_chunks_source("n") if self.kind is OutputKind.COL_AGG else CHUNKS
+        src(1, f"nchunk = min(m, {chunks})")
+        self.allocate()
+        src(1, "for c in prange(nchunk):")
+        self.chunk_start()
+        src(2, row_loop(self.params))
+        src.extend(loads.lines)
+        if self.kind is OutputKind.ROW_AGG:
+            src(3, f"racc = {INIT[self.aggs[0]]}")
+            if self.count_stored:
+                src(3, "rseen = 0")
+        src.block(3, head)
+        src.extend(lines)
+        self.per_cell(results)
+        self.row_end()
+        self.chunk_end()
+        self.combine()
+        return module(self.params, src, self.literals, self.spec.cplan.body)
+
+
+def cell_kernel(spec) -> Kernel:
+    """The Cell/MAgg kernel of a ``KernelSpec``."""
+    return _Cell(spec).build()

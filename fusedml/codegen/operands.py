@@ -1,0 +1,202 @@
+"""The operand protocol: how a generated kernel reads one input, per format.
+
+A skeleton never asks which format an input has; it asks the input's operand (SystemDS's
+``SideInput`` idea) for source text and argument values:
+
+- ``args``/``marshal``: the kernel arguments an input becomes, and their values;
+- ``buffers``: per-chunk scratch its cell reads need; ``load_row``: per-row statements before them;
+- ``cell``: element (i, j), broadcasting a dimension of size one;
+- ``nonzeros``: a loop over the stored entries of a row (formats whose layout has them), binding
+  the column, the value and the entry's position, ``stored``: how many entries there are, and
+  ``entry_result``: a result with one value per stored entry, in the driver's structure.
+
+Each format registers one operand (``register``); an input read whole (the ``B`` of ``X @ B``, the
+factors of ``U @ V.T``) is passed as a dense array whatever its format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from fusedml.formats import Format
+from fusedml.ir.node import Node
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel input: a placeholder of the CPlan body, its argument name and its operand."""
+
+    node: Node
+    name: str
+    operand: Operand
+
+    @property
+    def scalar(self) -> bool:
+        return self.node.meta.is_scalar
+
+    @property
+    def annihilates(self) -> bool:
+        """Whether a zero of this input annihilates: the placeholder's format decides, even when
+        the input is passed densified."""
+        return self.node.meta.format.zeros_annihilate
+
+    @property
+    def nonzero_layout(self) -> bool:
+        return self.operand.iterates_nonzeros
+
+    def args(self) -> list[str]:
+        return self.operand.args(self)
+
+    def row(self, i: str) -> str:
+        return "0" if self.node.meta.rows == 1 else i
+
+    def col(self, j: str) -> str:
+        return "0" if self.node.meta.cols == 1 else j
+
+    def at(self, i: str, j: str) -> str:
+        return self.operand.cell(self, i, j)
+
+
+class Operand:
+    """Source and values for one format's inputs (see the module docstring)."""
+
+    iterates_nonzeros = False
+    signed_rows = False  # its reads need a signed row index (uint64 + int64 is a float in numba)
+    helpers = ""  # module-level source its code calls (defined once per kernel module)
+
+    def args(self, p: Param) -> list[str]:
+        return [p.name]
+
+    def marshal(self, p: Param, value: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def buffers(self, p: Param, cols: str) -> list[str]:
+        return []
+
+    def load_row(self, p: Param, i: str) -> list[str]:
+        return []
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        raise NotImplementedError
+
+    def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
+        raise TypeError(f"{type(self).__name__} has no non-zero iteration")
+
+    def stored(self, p: Param) -> str:
+        raise TypeError(f"{type(self).__name__} has no stored entries")
+
+    def entry_result(self, value: Any, data: np.ndarray) -> Any:
+        raise TypeError(f"{type(self).__name__} has no stored entries")
+
+
+class ScalarOperand(Operand):
+    def marshal(self, p: Param, value: Any) -> list[Any]:
+        return [float(value)]
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        return p.name
+
+
+class DenseOperand(Operand):
+    """A float64 C-ordered array; a vector (one row or one column) is passed 1-D, so its reads
+    are contiguous and vectorize."""
+
+    @staticmethod
+    def flat(p: Param) -> bool:
+        meta = p.node.meta
+        return meta.rows == 1 or meta.cols == 1
+
+    def marshal(self, p: Param, value: Any) -> list[Any]:
+        dense = np.ascontiguousarray(p.node.meta.format.to_dense(value), dtype=np.float64)
+        return [dense.reshape(-1) if self.flat(p) else dense]
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        meta = p.node.meta
+        if not self.flat(p):
+            return f"{p.name}[{p.row(i)}, {p.col(j)}]"
+        if meta.rows == 1 and meta.cols == 1:
+            return f"{p.name}[0]"
+        return f"{p.name}[{i if meta.cols == 1 else j}]"
+
+    def ncols(self, p: Param) -> str:
+        """The number of columns, as source."""
+        if self.flat(p):
+            return "1" if p.node.meta.cols == 1 else f"{p.name}.shape[0]"
+        return f"{p.name}.shape[1]"
+
+
+class CsrOperand(Operand):
+    """Canonical CSR: ``data``, ``indices``, ``indptr``. Cell reads scatter the row into a zeroed
+    buffer; non-zero iteration walks the row's entries. Unsigned positions and column indices
+    (``np.uint64(indices[p])``) let LLVM drop numba's negative-index wrap-around: a sparse dot
+    product ran 2.7x faster."""
+
+    iterates_nonzeros = True
+    signed_rows = True  # indptr[i + 1]
+    helpers = """\
+@numba.njit(inline="always")
+def _fill_row(buf, data, indices, indptr, row):
+    buf[:] = 0.0
+    for p in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+        buf[np.uint64(indices[p])] = data[p]
+"""
+
+    def args(self, p: Param) -> list[str]:
+        return [f"{p.name}_data", f"{p.name}_indices", f"{p.name}_indptr"]
+
+    def marshal(self, p: Param, value: Any) -> list[Any]:
+        return [value.data, value.indices, value.indptr]
+
+    def buffers(self, p: Param, cols: str) -> list[str]:
+        return [f"{p.name}_buf = np.zeros({'1' if p.node.meta.cols == 1 else cols})"]
+
+    def load_row(self, p: Param, i: str) -> list[str]:
+        n = p.name
+        return [f"_fill_row({n}_buf, {n}_data, {n}_indices, {n}_indptr, {p.row(i)})"]
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        return f"{p.name}_buf[{p.col(j)}]"
+
+    def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
+        n = p.name
+        return [
+            f"for {pos} in range(np.uint64({n}_indptr[{row}]), np.uint64({n}_indptr[{row} + 1])):",
+            f"    {col} = np.uint64({n}_indices[{pos}])",
+            f"    {value} = {n}_data[{pos}]",
+        ]
+
+    def stored(self, p: Param) -> str:
+        return f"{p.name}_data.shape[0]"
+
+    def entry_result(self, value: Any, data: np.ndarray) -> Any:
+        return sp.csr_array((data, value.indices, value.indptr), shape=value.shape)
+
+
+SCALAR = ScalarOperand()
+DENSE = DenseOperand()
+_OPERANDS: dict[Format, Operand] = {Format.DENSE: DENSE, Format.CSR: CsrOperand()}
+
+
+def register(fmt: Format, operand: Operand) -> None:
+    """The operand of a format's inputs (a new format brings its own)."""
+    _OPERANDS[fmt] = operand
+
+
+def unregister(fmt: Format) -> None:
+    _OPERANDS.pop(fmt, None)
+
+
+def operand(node: Node, whole: bool = False) -> Operand:
+    """The operand reading ``node``: scalars are scalars, inputs read whole are dense."""
+    if node.meta.is_scalar:
+        return SCALAR
+    if whole:
+        return DENSE
+    try:
+        return _OPERANDS[node.meta.format]
+    except KeyError:
+        raise TypeError(f"no kernel operand is registered for format {node.meta.format}") from None

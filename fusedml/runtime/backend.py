@@ -1,0 +1,183 @@
+"""Backends: where a plan's steps run. The executor walks a plan; a backend binds its inputs,
+runs its fused operators, hand operators and single nodes, and hands results to the user.
+
+``LocalBackend`` runs everything in this process: generated kernels over whole inputs on the
+shared thread pool (``threads.py``), hand-written kernels, and the reference interpreter for
+unfused nodes. Another backend (Dask's, or a test's) subclasses it and overrides what it runs
+differently; a fused operator's kernel can run per row block (``fused.partials``) with the
+blocks' partials combined by the outputs' kinds (``fused.results``).
+
+Nothing of a fused operator ever gives a wrong answer: a kernel that fails falls back to the
+reference interpreter, with a ``KernelFallbackWarning``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fusedml import _stats
+from fusedml._config import get_config
+from fusedml._errors import KernelFallbackWarning
+from fusedml.cplan.plan import FusedOp
+from fusedml.formats import Format
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
+from fusedml.runtime import fused, hand
+from fusedml.runtime.reference import Value, evaluate_node
+from fusedml.runtime.threads import one_thread, share_blas_pool
+
+
+class BindingError(ValueError):
+    pass
+
+
+def check_result(node: Node, value: Value) -> None:
+    """O(1) invariant: a step's value has the shape and format its meta names."""
+    shape = () if np.ndim(value) == 0 else value.shape
+    fmt = Format.of(value) if shape else node.meta.format
+    if shape != node.shape or fmt is not node.meta.format:
+        raise AssertionError(
+            f"value of {node!r} is {getattr(fmt, 'name', type(value).__name__)} {shape}, "
+            f"meta says {node.meta.describe()}"
+        )
+
+
+_fallback_warned: set = set()
+
+
+def _failure(exc: Exception) -> str:
+    # notes name the kernel file, where the cause can be looked at
+    return "; ".join([f"{type(exc).__name__}: {exc}", *getattr(exc, "__notes__", ())])
+
+
+def _warn_once(key: Any, message: str) -> None:
+    if key not in _fallback_warned:
+        _fallback_warned.add(key)
+        warnings.warn(message, KernelFallbackWarning, stacklevel=4)
+
+
+class LocalBackend:
+    """Everything in this process (see the module docstring)."""
+
+    name = "local"
+
+    def begin(self) -> None:
+        """Called before a plan runs."""
+        share_blas_pool()  # BLAS products and kernels on one pool of threads
+
+    def bind(self, leaf: Node, value: Any) -> Value:
+        """A leaf's value, checked against the meta the plan was built for."""
+        meta = leaf.meta
+        if meta.is_scalar:
+            if np.ndim(value) != 0:
+                raise BindingError(f"input {leaf.attr('name')!r} must be a scalar")
+            return value
+        if getattr(value, "shape", None) != meta.shape:
+            raise BindingError(
+                f"input {leaf.attr('name')!r} has shape {getattr(value, 'shape', None)}, "
+                f"the plan was built for {meta.shape}"
+            )
+        if Format.of(value) is not meta.format:
+            raise BindingError(f"input {leaf.attr('name')!r} must be {meta.format.name}")
+        return value
+
+    # -- steps ----------------------------------------------------------------------------------
+    def run_fused(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
+        """A fused operator's outputs: its kernel, or the reference if the kernel fails."""
+        if get_config().codegen:
+            try:
+                if op.parallel:
+                    return self.run_kernel(op, inputs)
+                with one_thread():  # too little work for a parallel launch
+                    return self.run_kernel(op, inputs)
+            except Exception as exc:  # never a wrong answer: the reference computes it
+                _stats.bump("kernel_fallbacks")
+                _warn_once(
+                    op.cplan.key,
+                    f"generated kernel for a {op.template} operator failed ({_failure(exc)}); "
+                    "running it through the reference interpreter",
+                )
+        return self.run_reference(op, inputs)
+
+    def run_kernel(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
+        return fused.run(op, inputs)
+
+    def run_reference(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
+        cplan = op.cplan
+        _stats.bump("fused_ops_by_reference")
+        return evaluate_dag(cplan.body, dict(zip(cplan.params, inputs, strict=True)), self)
+
+    def run_hand(self, node: Node, args: Sequence[Value]) -> Value:
+        try:
+            return hand.run(
+                node,
+                [i.meta.format.to_canonical(a) for i, a in zip(node.inputs, args, strict=True)],
+            )
+        except Exception as exc:  # never a wrong answer: the reference computes this operator
+            _stats.bump("hand_ops_by_reference")
+            _warn_once(
+                (node.attr("name"), node.attr("variant"), type(exc)),
+                f"hand-written kernel {node.attr('name')}[{node.attr('variant')}] failed "
+                f"({_failure(exc)}); running it through the reference interpreter",
+            )
+        return self.run_node(node, args)
+
+    def run_node(self, node: Node, args: Sequence[Value]) -> Value:
+        """One node on its own: the reference interpreter's numpy/scipy operation."""
+        return evaluate_node(node, args)
+
+    # -- results --------------------------------------------------------------------------------
+    def to_user(self, value: Value, ndim: int, dtype: str, inputs: Sequence[Any]) -> Any:
+        """An IR value as numpy shows it: float, 1-D/2-D ndarray, or CSR for sparse 2-D results.
+        Results that alias an input (``X * 1`` rewritten to ``X``) are copied, as numpy would."""
+        if ndim == 0:
+            return float(value)
+        fmt = Format.of(value)
+        value = fmt.to_canonical(value)
+        out = fmt.canonical.to_dense(value).reshape(-1) if ndim == 1 else value
+        if dtype != "float64":
+            out = out.astype(dtype)
+        if any(_shares_memory(out, inp) for inp in inputs):
+            return out.copy()
+        return out
+
+
+def _arrays(value: Any) -> list[np.ndarray]:
+    fmt = Format.of(value)
+    return fmt.arrays(value) if fmt is not None else []
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    return any(np.may_share_memory(x, y) for x in _arrays(a) for y in _arrays(b))
+
+
+def evaluate_dag(dag: Dag, values: dict[Node, Value], backend: LocalBackend) -> list[Value]:
+    """The values of ``dag.roots``, node by node; ``values`` holds the leaves (and is extended)."""
+    remaining = {n: len(c) for n, c in dag.consumers.items()}
+    keep = set(dag.roots)
+    for node in dag.nodes:
+        if node in values:
+            continue
+        if node.op is Op.DATA:
+            raise BindingError(f"no value bound to input {node.attr('name')!r}")
+        value = backend.run_node(node, [values[i] for i in node.inputs])
+        check_result(node, value)
+        values[node] = value
+        for child in node.inputs:
+            remaining[child] -= 1
+            if remaining[child] == 0 and child not in keep:
+                values.pop(child, None)
+    return [values[r] for r in dag.roots]
+
+
+LOCAL = LocalBackend()
+
+
+def current_backend() -> LocalBackend:
+    """The configured backend (``fm.config(backend=...)``), the local one by default."""
+    return get_config().backend or LOCAL

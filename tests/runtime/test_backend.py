@@ -1,0 +1,103 @@
+"""The backend seam, proven by a test backend that runs every fused operator's kernel per row
+block of its inputs and combines the blocks' partials through the outputs' kinds (as the Dask
+backend does): results equal the local backend's."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
+from hypothesis import given, settings
+from sklearn.datasets import make_classification
+
+import fusedml as fm
+from fusedml.runtime import fused
+from fusedml.runtime.backend import LocalBackend
+from tests import exprgen
+from tests.test_differential import check
+
+
+class RowBlockBackend(LocalBackend):
+    """Splits the inputs aligned with a kernel's main input into blocks of ``rows`` rows."""
+
+    name = "row-blocks"
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.blocks = 0
+
+    def run_kernel(self, op, inputs):
+        spec, _, _ = fused.prepared(op)
+        m = inputs[0].shape[0]
+        partials = []
+        for start in range(0, m, self.rows) if m else [0]:
+            block = slice(start, start + self.rows)
+            part = [
+                v[block] if aligned else v for v, aligned in zip(inputs, spec.aligned, strict=True)
+            ]
+            partials.append(fused.partials(op, part))
+        self.blocks += len(partials)
+        return fused.results(op, partials)
+
+
+@settings(max_examples=100)
+@given(exprgen.expressions(max_depth=4, allow_sparse=True))
+def test_differential_corpus_in_row_blocks(case):
+    tree, leaves = case
+    backend = RowBlockBackend(2)
+    with fm.config(backend=backend):
+        for mode in ("fuse_all", "cost_based"):
+            check(tree, leaves, fusion=mode)
+        with fm.config(dispatch_s=0.0, compile_s=0.0):
+            check(tree, leaves, fusion="cost_based")
+
+
+def test_kernels_ran_in_several_blocks(fresh_stats):
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(10, 3)), sp.random(10, 3, density=0.4, format="csr", random_state=1)
+    backend = RowBlockBackend(3)
+    x, y = fm.matrix(X), fm.matrix(Y)
+    cases = [
+        (fm.sum(x * x), np.sum(X * X)),
+        (fm.mean(x * x, axis=0, keepdims=True), np.mean(X * X, axis=0, keepdims=True)),
+        (fm.min(y * x, axis=0, keepdims=True), Y.multiply(X).toarray().min(axis=0, keepdims=True)),
+        (x.T @ (x @ np.ones(3)), X.T @ (X @ np.ones(3))),
+        (fm.exp(x) * 2, np.exp(X) * 2),
+    ]
+    with fm.config(backend=backend, fusion="fuse_all"):
+        for expr, want in cases:
+            np.testing.assert_allclose(fm.evaluate(expr), want, rtol=1e-12)
+    assert backend.blocks == 4 * fresh_stats()["fused_ops_executed"]
+
+
+def _fits():
+    """(estimator, X, y, fitted result) per estimator and data format."""
+    X, y = make_classification(n_samples=203, n_features=6, random_state=0)
+    S = sp.csr_array(np.where(np.abs(X) > 0.8, X, 0.0))
+    counts = np.random.default_rng(0).poisson(np.exp(X[:, :2].sum(axis=1) / 3))
+    R = sp.random(60, 40, density=0.2, format="csr", random_state=2)
+    R.data = np.round(R.data * 4 + 1)
+    fits = []
+    for data, label in ((X, "dense"), (S, "csr")):
+        fits += [
+            pytest.param(L2SVM(max_iter=5, fit_intercept=True), data, y, "coef_",
+                         id=f"L2SVM-{label}"),
+            pytest.param(MLogReg(max_iter=4, fit_intercept=True), data, y + (X[:, 0] > 0),
+                         "coef_", id=f"MLogReg-{label}"),
+            pytest.param(GLM(max_iter=4), data, counts, "coef_", id=f"GLM-{label}"),
+            pytest.param(KMeans(n_clusters=3, n_init=1, random_state=0), data, None,
+                         "cluster_centers_", id=f"KMeans-{label}"),
+        ]  # fmt: skip
+    return [*fits, pytest.param(ALSCG(rank=3, max_iter=2, random_state=0), R, None,
+                                "user_factors_", id="ALSCG-ratings")]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize(("estimator", "X", "y", "result"), _fits())
+def test_every_estimator_fits_the_same_model_in_row_blocks(estimator, X, y, result):
+    with fm.config(dispatch_s=0.0, compile_s=0.0):  # fused plans even on small data
+        local = getattr(estimator.fit(X, y), result)
+        backend = RowBlockBackend(41)
+        with fm.config(backend=backend):
+            blocked = getattr(estimator.fit(X, y), result)
+    assert backend.blocks > 0
+    np.testing.assert_allclose(blocked, local, rtol=1e-9, atol=1e-12)
