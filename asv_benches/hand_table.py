@@ -1,5 +1,6 @@
 """Print every hand operator's pattern under fusion="hand", "cost_based" and "none" (median of
-several runs, one process) with the ratio generated/hand the hand-mode issue asks for.
+several runs, one process) with the ratios generated/hand and none/hand; "!" flags generated code
+slower than hand code by more than ``LIMIT``.
 
 Run: .venv/bin/python asv_benches/hand_table.py [--scale 0.25] [--repeat 7] [pattern ...]
 """

@@ -30,7 +30,7 @@ def _checksum(result) -> float:
 
 
 def _time(fn, repeat: int) -> tuple[float, object]:
-    result = fn()  # warm-up: tracing, rewriting and (later) compilation are not timed here
+    result = fn()  # warm-up: tracing, optimization and kernel compiles are not timed here
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

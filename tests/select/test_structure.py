@@ -1,5 +1,5 @@
-"""Which fused operators the cost-based plan of each of the paper's patterns has (acceptance of
-the optimizer issue), and that they compute the reference's numbers."""
+"""Which fused operators the cost-based plan of each of the paper's patterns has, and that they
+compute the reference's numbers."""
 
 import numpy as np
 import pytest
