@@ -10,14 +10,9 @@ import fusedml as fm
 from tests import exprgen, oracle
 
 
-def fm_leaves(leaves):
-    # 0-D leaves become runtime scalars (fm.matrix of a 0-D array), not literals
-    return [fm.matrix(np.asarray(v)) if np.ndim(v) == 0 else fm.matrix(v) for v in leaves]
-
-
 def check(tree, leaves, fusion="none"):
     expected = oracle.evaluate(tree, leaves)
-    expr = exprgen.build(tree, fm_leaves(leaves))
+    expr = exprgen.build(tree, exprgen.fm_leaves(leaves))
     got = fm.evaluate(expr, fusion=fusion)
     want = expected.value
     if np.ndim(want) == 0:

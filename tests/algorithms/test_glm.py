@@ -10,7 +10,7 @@ from fusedml.algorithms import GLM
 from sklearn.exceptions import ConvergenceWarning
 
 import fusedml as fm
-from tests.algorithms.systemds_runs import _data, load, max_rel, runs
+from tests.algorithms.systemds_runs import data_file, load, max_rel, runs
 
 
 @pytest.mark.parametrize("run", runs("glm"), ids=lambda r: r["name"])
@@ -82,7 +82,7 @@ def test_every_family_and_link_fuses_to_the_reference_model(run):
     ids=lambda v: "-".join(str(x) for x in v.values()) if isinstance(v, dict) else v,
 )
 def test_other_families_and_links_fuse_to_the_reference_model(kwargs, label):
-    d = _data("data/dense.npz")
+    d = data_file("data/dense.npz")
     X, y = d["X"], d[label]
     params = {**kwargs, "fit_intercept": True, "max_iter": 3, "tol": 0.0}
     base = GLM(**params, fusion="none").fit(X, y)

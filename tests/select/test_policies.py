@@ -14,7 +14,6 @@ from fusedml.select.candidates import Planner
 from fusedml.select.points import interesting_points
 from fusedml.select.policies import search_cut
 from tests import exprgen
-from tests.test_differential import fm_leaves
 
 
 def shared_intermediate(rows):
@@ -97,7 +96,7 @@ def test_lower_bound_prunes_when_materializing_is_expensive():
 @given(exprgen.expressions(max_depth=5, allow_sparse=True))
 def test_cost_based_never_costs_more_than_the_heuristics(case):
     tree, leaves = case
-    expr = exprgen.build(tree, fm_leaves(leaves))
+    expr = exprgen.build(tree, exprgen.fm_leaves(leaves))
     if not isinstance(expr, fm.Expr):
         return
     costs = {m: fm.explain(expr, fusion=m).estimated_cost_s for m in pipeline.POLICIES}
