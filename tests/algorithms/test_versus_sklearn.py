@@ -3,13 +3,13 @@ bundled data sets (the SystemDS reference data), each run to tight convergence."
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import sklearn.linear_model as lm
 import statsmodels.api as smapi
 from fusedml.algorithms import GLM, L2SVM, MLogReg
 from sklearn.svm import LinearSVC
 
 from tests.algorithms.systemds_runs import data_file, max_rel
+from tests.formats import FORMATS, csr
 
 DENSE = "data/dense.npz"
 
@@ -100,13 +100,13 @@ def test_weighted_mlogreg_equals_weighted_logistic_regression():
     assert max_rel(ours.predict_proba(X), ref.predict_proba(X)) <= 1e-5
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_weighted_glm_equals_weighted_statsmodels_and_sklearn(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_weighted_glm_equals_weighted_statsmodels_and_sklearn(to_format):
     d = data_file(DENSE)
     X, y = d["X"], d["y_poisson"]
     sw = _weights(len(y))
-    Xf = X if fmt == "dense" else sp.csr_array(np.where(np.abs(X) > 0.5, X, 0.0))
-    Xd = Xf if fmt == "dense" else Xf.toarray()
+    Xd = np.where(np.abs(X) > 0.5, X, 0.0) if to_format is csr else X  # zeros for CSR to skip
+    Xf = to_format(Xd)
     ours = GLM(family="poisson", fit_intercept=True, tol=1e-14, max_iter=500)
     ours.fit(Xf, y, sample_weight=sw)
     ref = smapi.GLM(y, np.column_stack([Xd, np.ones(len(y))]), family=smapi.families.Poisson(),
