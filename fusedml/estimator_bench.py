@@ -7,9 +7,7 @@ estimators run to their own default convergence (their solvers differ, so no bud
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ import sklearn.linear_model
 import sklearn.svm
 
 import fusedml as fm
+from fusedml._timing import interleaved_median_seconds
 from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
 from fusedml.datasets import estimator_data
 
@@ -83,30 +82,17 @@ def cases(scale: float):
             yield name, data, *case(name, data, scale)
 
 
-def interleaved_seconds(fits: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds per label, after one warm-up each; the fits are timed in turns (round r
-    runs every label once), so that the noise of a shared machine hits every label alike."""
-    times: dict[str, list[float]] = {label: [] for label in fits}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # fixed budgets do not converge
-        for fit in fits.values():
-            fit()
-        for _ in range(repeat):
-            for label, fit in fits.items():
-                start = time.perf_counter()
-                fit()
-                times[label].append(time.perf_counter() - start)
-    return {label: statistics.median(t) for label, t in times.items()}
-
-
 def mode_seconds(name: str, X, y, repeat: int) -> dict[str, float | None]:
-    """Fit seconds of every fusion mode and of sklearn's equivalent (None if it has none)."""
+    """Fit seconds of every fusion mode and of sklearn's equivalent (None if it has none): medians
+    after a warm-up fit each, the fits timed in turns."""
     estimators = {m: SPECS[name].make(m) for m in fm.FUSION_MODES}
     fits = {m: (lambda e=e: e.fit(X, y)) for m, e in estimators.items()}
     make = SPECS[name].sklearn
     if make is not None:
         fits["sklearn"] = lambda: make().fit(X, y)
-    seconds: dict[str, float | None] = dict(interleaved_seconds(fits, repeat))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fixed budgets do not converge
+        seconds: dict[str, float | None] = dict(interleaved_median_seconds(fits, repeat))
     seconds.setdefault("sklearn", None)
     return seconds
 
