@@ -156,6 +156,7 @@ def _lloyd_numpy(x, c):
     return np.asarray(p.T @ x), p.sum(axis=0)
 
 
+# not FORMATS: the CSR case is its own wider matrix, which a dense array would take 480 MB to hold
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 def test_kmeans_iteration_is_one_row_multi_aggregate(dense, fmt):
     """P is never materialized: P.T @ X (P computed per row, transposed) and colSums(P) share one
