@@ -28,12 +28,21 @@ def _finite(xp, eta):
     return xp.where(xp.abs(eta) == np.inf, 0.0, eta)
 
 
-def _erfc_as(t_abs):
-    """A&S 7.1.26 pieces: t and the polynomial p(t) with erfc(x) ~ p(t) exp(-x^2)."""
-    t = 1.0 / (1.0 + t_abs * 0.231641888)
-    p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-             + t * 1.061405429))))  # fmt: skip
-    return p
+# Abramowitz & Stegun 7.1.26: erfc(x) ~ as_erfc_polynomial(t) * exp(-x^2) for x >= 0, with
+# t = 1 / (1 + AS_ERFC_P * x)
+AS_ERFC_P = 0.3275911
+
+
+def as_erfc_polynomial(t):
+    """A&S 7.1.26's polynomial in ``t`` (numpy arrays or fusedml expressions)."""
+    return t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
+                + t * 1.061405429))))  # fmt: skip
+
+
+def _erfc_as(x_abs):
+    """The polynomial with erfc(x / sqrt(2)) ~ p * exp(-x^2 / 2): t's constant is SystemDS's
+    AS_ERFC_P / sqrt(2)."""
+    return as_erfc_polynomial(1.0 / (1.0 + x_abs * 0.231641888))
 
 
 def binomial_probabilities(xp, eta, link, link_power):

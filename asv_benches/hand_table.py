@@ -1,5 +1,6 @@
 """Print every hand operator's pattern under fusion="hand", "cost_based" and "none" (median of
-several runs, one process) with the ratio generated/hand the hand-mode issue asks for.
+several runs, one process) with the ratios generated/hand and none/hand; "!" flags generated code
+slower than hand code by more than ``LIMIT``.
 
 Run: .venv/bin/python asv_benches/hand_table.py [--scale 0.25] [--repeat 7] [pattern ...]
 """
@@ -12,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from benchmarks.hand import MODES
 from fusedml.datasets import HAND_PATTERNS, hand_data
-from kernels_table import median_ms
 
 import fusedml as fm
+from fusedml._timing import median_seconds
 
 LIMIT = 1.25  # generated code slower than hand code by more than this needs an explanation
 
@@ -39,7 +40,7 @@ def main(argv=None):
             hand = ",".join(fm.explain(expr, fusion="hand").hand_operators) or "-"
             gen = "+".join(op.template for op in fm.explain(expr).operators) or "unfused"
             ms = {
-                m: median_ms(lambda m=m, e=expr: fm.evaluate(e, fusion=m), args.repeat)
+                m: median_seconds(lambda m=m, e=expr: fm.evaluate(e, fusion=m), args.repeat) * 1e3
                 for m in MODES
             }
             ratio = ms["cost_based"] / ms["hand"]

@@ -1,29 +1,23 @@
 """Print one table: every implementation of the paper's four patterns, median of several runs,
-with the ratios the codegen issue asks for. Run: .venv/bin/python asv_benches/kernels_table.py"""
+with the generated kernels' time against hand-written numba, numexpr, numpy and unfused fusedml.
+Run: .venv/bin/python asv_benches/kernels_table.py"""
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from benchmarks.kernels import implementations
 
+from fusedml._timing import median_seconds
 
-def median_ms(fn, repeat=11):
-    fn()  # warm: compile, plan caches
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+REPEAT = 11
 
 
 def main():
     table = {
-        p: {k: median_ms(f) for k, f in impls.items()} for p, impls in implementations().items()
+        p: {k: median_seconds(f, REPEAT) * 1e3 for k, f in impls.items()}
+        for p, impls in implementations().items()
     }
     print(f"{'pattern':32} {'implementation':28} {'ms':>9}")
     for pattern, times in table.items():

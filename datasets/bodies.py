@@ -6,12 +6,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from fusedml.algorithms._glm_family import AS_ERFC_P, as_erfc_polynomial
 
 import fusedml as fm
-
-# Abramowitz & Stegun 7.1.26: erf(x) ~ 1 - t*(a1 + t*(a2 + ...)) * exp(-x^2), t = 1/(1 + p x)
-_AS_P = 0.3275911
-_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 def glm_binomial_probit_step(X, y, beta, p, lam):
@@ -19,10 +16,8 @@ def glm_binomial_probit_step(X, y, beta, p, lam):
     Hessian-vector product of the inner CG (glm_dist's long cellwise chain, then mmchains)."""
     eta = X @ beta
     z = eta / math.sqrt(2.0)
-    t = 1.0 / (1.0 + _AS_P * fm.abs(z))
-    a1, a2, a3, a4, a5 = _AS_A
-    poly = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))))
-    erf_abs = 1.0 - poly * fm.exp(-z * z)
+    t = 1.0 / (1.0 + AS_ERFC_P * fm.abs(z))
+    erf_abs = 1.0 - as_erfc_polynomial(t) * fm.exp(-z * z)  # Abramowitz & Stegun 7.1.26
     cdf = 0.5 * (1.0 + fm.sign(z) * erf_abs)  # Phi(eta)
     pdf = fm.exp(-0.5 * eta * eta) / math.sqrt(2.0 * math.pi)  # phi(eta)
     var = cdf * (1.0 - cdf)

@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 import fusedml as fm
 from fusedml import estimator_bench
+from fusedml._timing import median_seconds
 from fusedml.datasets import PATTERNS
 from fusedml.select.calibrate import calibrate
 
@@ -30,13 +29,10 @@ def _checksum(result) -> float:
 
 
 def _time(fn, repeat: int) -> tuple[float, object]:
-    result = fn()  # warm-up: tracing, rewriting and (later) compilation are not timed here
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+    """(median seconds, result); the call that returns the result is the untimed warm-up
+    (tracing, optimization and kernel compiles)."""
+    result = fn()
+    return median_seconds(fn, repeat, warm_up=False), result
 
 
 def demo(size: str, repeat: int, out=None) -> list[dict]:

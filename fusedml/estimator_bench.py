@@ -7,9 +7,7 @@ estimators run to their own default convergence (their solvers differ, so no bud
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ import sklearn.linear_model
 import sklearn.svm
 
 import fusedml as fm
+from fusedml._timing import interleaved_median_seconds
 from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
 from fusedml.datasets import estimator_data
 
@@ -76,44 +75,40 @@ def case(name: str, data: str, scale: float) -> tuple:
     return X, estimator_data.labels(kind, eta) if kind else None
 
 
-def cases(scale: float):
-    """(estimator, data label, X, y) for every estimator and data set."""
-    for name in SPECS:
+def cases(scale: float, estimators: tuple[str, ...] = tuple(SPECS)):
+    """(estimator, data label, X, y) for each of ``estimators`` and its data sets."""
+    for name in estimators:
         for data in data_sets(name):
             yield name, data, *case(name, data, scale)
 
 
-def interleaved_seconds(fits: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds per label, after one warm-up each; the fits are timed in turns (round r
-    runs every label once), so that the noise of a shared machine hits every label alike."""
-    times: dict[str, list[float]] = {label: [] for label in fits}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # fixed budgets do not converge
-        for fit in fits.values():
-            fit()
-        for _ in range(repeat):
-            for label, fit in fits.items():
-                start = time.perf_counter()
-                fit()
-                times[label].append(time.perf_counter() - start)
-    return {label: statistics.median(t) for label, t in times.items()}
-
-
-def mode_seconds(name: str, X, y, repeat: int) -> dict[str, float | None]:
-    """Fit seconds of every fusion mode and of sklearn's equivalent (None if it has none)."""
-    estimators = {m: SPECS[name].make(m) for m in fm.FUSION_MODES}
+def mode_seconds(
+    name: str, X, y, repeat: int, modes: tuple[str, ...] = fm.FUSION_MODES
+) -> dict[str, float | None]:
+    """Fit seconds of each fusion mode and of sklearn's equivalent (None if it has none): medians
+    after a warm-up fit each, the fits timed in turns."""
+    estimators = {m: SPECS[name].make(m) for m in modes}
     fits = {m: (lambda e=e: e.fit(X, y)) for m, e in estimators.items()}
     make = SPECS[name].sklearn
     if make is not None:
         fits["sklearn"] = lambda: make().fit(X, y)
-    seconds: dict[str, float | None] = dict(interleaved_seconds(fits, repeat))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fixed budgets do not converge
+        seconds: dict[str, float | None] = dict(interleaved_median_seconds(fits, repeat))
     seconds.setdefault("sklearn", None)
     return seconds
 
 
-def table(scale: float, repeat: int, out=None) -> list[dict]:
+def table(
+    scale: float,
+    repeat: int,
+    out=None,
+    modes: tuple[str, ...] = fm.FUSION_MODES,
+    estimators: tuple[str, ...] = tuple(SPECS),
+) -> list[dict]:
+    """Print and return fit seconds per estimator, data set and mode; ``modes`` must hold "none"
+    and "cost_based" (the ratios' terms)."""
     out = out or sys.stdout
-    modes = fm.FUSION_MODES
     print(
         f"Estimator fit times (s, median of {repeat} after a warm-up fit, modes timed in turns), "
         f"data scale {scale}: "
@@ -126,17 +121,18 @@ def table(scale: float, repeat: int, out=None) -> list[dict]:
     head += f" {'none/gen':>9} {'gen/best':>9} {'sklearn':>9}"
     print(head, file=out)
     records = []
-    for name, fmt, X, y in cases(scale):
-        seconds = mode_seconds(name, X, y, repeat)
+    for name, fmt, X, y in cases(scale, estimators):
+        seconds = mode_seconds(name, X, y, repeat, modes)
         sk = seconds.pop("sklearn")
         gen = seconds["cost_based"]
-        best = min(s for m, s in seconds.items() if m not in ("cost_based", "none"))
+        best = min((s for m, s in seconds.items() if m not in ("cost_based", "none")), default=None)
         record = {"estimator": name, "data": fmt, **seconds, "sklearn": sk}
         records.append(record)
         sk_text = f"{sk:9.3f}" if sk is not None else f"{'-':>9}"
+        best_text = f"{gen / best:9.2f}" if best is not None else f"{'-':>9}"
         print(
             f"{name:10} {fmt:7} " + " ".join(f"{seconds[m]:12.3f}" for m in modes)
-            + f" {seconds['none'] / gen:9.2f} {gen / best:9.2f} {sk_text}",
+            + f" {seconds['none'] / gen:9.2f} {best_text} {sk_text}",
             file=out,
             flush=True,
         )  # fmt: skip

@@ -1,8 +1,12 @@
 import os
 import tempfile
 
-# Tests use the documented cost constants, not a calibration file this machine may have.
-os.environ["FUSEDML_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusedml-test-cache-")
+# Tests use the documented cost constants, not a calibration file this machine may have, and
+# compile every kernel they run (a fresh cache). FUSEDML_TEST_CACHE_DIR names a cache to reuse
+# instead, for quick local reruns; CI never sets it.
+os.environ["FUSEDML_CACHE_DIR"] = os.environ.get("FUSEDML_TEST_CACHE_DIR") or tempfile.mkdtemp(
+    prefix="fusedml-test-cache-"
+)
 
 import pytest
 from hypothesis import HealthCheck, settings

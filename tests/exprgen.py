@@ -211,35 +211,41 @@ def special_value_expressions(draw):
     return cells, builder.leaves
 
 
-def build(tree, fm_leaves):
+def fm_leaves(leaves):
+    """The drawn leaf data as fusedml inputs; 0-D leaves become runtime scalars (fm.matrix of a
+    0-D array), not literals."""
+    return [fm.matrix(np.asarray(v)) if np.ndim(v) == 0 else fm.matrix(v) for v in leaves]
+
+
+def build(tree, inputs):
     """The same tree through fusedml's public API (operators and fm functions mixed)."""
     kind = tree[0]
     if kind == "leaf":
-        return fm_leaves[tree[1]]
+        return inputs[tree[1]]
     if kind == "const":
         return float(tree[1])
     if kind == "un":
-        return getattr(fm, tree[1])(build(tree[2], fm_leaves))
+        return getattr(fm, tree[1])(build(tree[2], inputs))
     if kind == "bin":
-        a, b = build(tree[2], fm_leaves), build(tree[3], fm_leaves)
+        a, b = build(tree[2], inputs), build(tree[3], inputs)
         operator = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__"}.get(tree[1])
         if operator and isinstance(a, fm.Expr):
             return getattr(a, operator)(b)
         return getattr(fm, tree[1])(a, b)
     if kind == "where":
-        return fm.where(*(build(t, fm_leaves) for t in tree[1:]))
+        return fm.where(*(build(t, inputs) for t in tree[1:]))
     if kind == "matmul":
-        return build(tree[1], fm_leaves) @ build(tree[2], fm_leaves)
+        return build(tree[1], inputs) @ build(tree[2], inputs)
     if kind == "T":
-        return build(tree[1], fm_leaves).T
+        return build(tree[1], inputs).T
     if kind == "agg":
         _, name, axis, keepdims, sub = tree
-        return getattr(fm, name)(build(sub, fm_leaves), axis=axis, keepdims=keepdims)
+        return getattr(fm, name)(build(sub, inputs), axis=axis, keepdims=keepdims)
     if kind == "argmax":
         _, axis, keepdims, sub = tree
-        return fm.argmax(build(sub, fm_leaves), axis=axis, keepdims=keepdims)
+        return fm.argmax(build(sub, inputs), axis=axis, keepdims=keepdims)
     if kind == "cols":
-        return build(tree[2], fm_leaves)[:, tree[1]]
+        return build(tree[2], inputs)[:, tree[1]]
     if kind == "hstack":
-        return fm.hstack([build(t, fm_leaves) for t in tree[1]])
+        return fm.hstack([build(t, inputs) for t in tree[1]])
     raise ValueError(kind)

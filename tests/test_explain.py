@@ -4,12 +4,13 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml as fm
+from tests.formats import unbound
 
 RNG = np.random.default_rng(0)
 
 
 def test_plan_lists_operators_with_template_inputs_aggregation_and_cost():
-    X, Y = (fm.matrix(RNG.standard_normal((200_000, 20))) for _ in range(2))
+    X, Y = (unbound((200_000, 20)) for _ in range(2))  # large enough to fuse, planned only
     plan = fm.explain((fm.sum(X * Y), fm.sum(fm.exp(X), axis=1)))
     assert {op.template for op in plan.operators} <= {"cell", "row", "magg"}
     for op in plan.operators:
@@ -31,7 +32,7 @@ def test_to_dot_draws_operators_as_clusters():
 
 
 def test_debug_levels(capsys):
-    X = fm.matrix(RNG.standard_normal((200_000, 20)))
+    X = unbound((200_000, 20))
     expr = fm.sum(X * X)
     with fm.config(debug=1):
         fm.explain(expr)

@@ -1,5 +1,5 @@
 """Generated kernels vs hand-written numba, numexpr and numpy/scipy on the paper's patterns at
-sizes that stream memory (acceptance 2 of the codegen issue), and per-call overhead."""
+sizes that stream memory, and per-call overhead."""
 
 import numpy as np
 from fusedml.datasets import sparse_matrix
@@ -119,8 +119,8 @@ class Overhead:
 
 
 class PeakMemory:
-    """The outer pattern never materializes U @ V.T (acceptance 4): the memory a call adds at its
-    peak, relative to its inputs' size (Linux: the peak RSS is reset before the call)."""
+    """The outer pattern never materializes U @ V.T: the memory a call adds at its peak, relative
+    to its inputs' size (Linux: the peak RSS is reset before the call)."""
 
     params = (["cost_based", "none"],)
     param_names = ["fusion"]

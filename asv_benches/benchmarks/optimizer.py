@@ -1,5 +1,5 @@
 """Optimizer overhead: OFMC exploration plus plan selection on the paper's iteration bodies
-(acceptance 4 of the optimizer issue: target under 50 ms for the largest)."""
+(the target: under 50 ms for the largest)."""
 
 from .common import body_dag, optimize
 

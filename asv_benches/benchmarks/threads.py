@@ -5,12 +5,12 @@ Before the shared thread pool (``fusedml.runtime.threads``) OpenBLAS's spinning 
 ratios 1.2-2.6; ``FUSEDML_BLAS_POOL=0 OMP_WAIT_POLICY=PASSIVE`` restores that configuration."""
 
 import statistics
-import time
 
 import numpy as np
 from fusedml.datasets import sparse_matrix
 
 import fusedml as fm
+from fusedml._timing import call_seconds
 
 ROWS, COLS = 1_000_000, 20
 CSR_SHAPE, CSR_DENSITY = (500_000, 1_000), 0.01
@@ -54,12 +54,6 @@ def blas_call(seed: int = 1):
     return (lambda: D.T @ (u * (D @ z))), (lambda: D.sum())
 
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def measure(pattern: str, fmt: str, calls=None, repeat=REPEAT) -> dict[str, float]:
     """Median seconds of the cost_based kernel right after itself ("alone"), right after the BLAS
     call and right after the numpy sweep, sampled in turns so that machine noise hits all three
@@ -74,11 +68,11 @@ def measure(pattern: str, fmt: str, calls=None, repeat=REPEAT) -> dict[str, floa
         kernel = lambda: fn(*args)  # noqa: E731
         for _ in range(repeat):
             kernel()
-            samples["alone"].append(_timed(kernel))
-            samples["blas"].append(_timed(blas))
-            samples["after_blas"].append(_timed(kernel))
+            samples["alone"].append(call_seconds(kernel))
+            samples["blas"].append(call_seconds(blas))
+            samples["after_blas"].append(call_seconds(kernel))
             sweep()
-            samples["after_sweep"].append(_timed(kernel))
+            samples["after_sweep"].append(call_seconds(kernel))
     return {k: statistics.median(v) for k, v in samples.items()}
 
 

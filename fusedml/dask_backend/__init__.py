@@ -1,1 +1,2 @@
-"""L6: fused operators over Dask row blocks (a later issue)."""
+"""The Dask backend, not written yet: it is to run the runtime's fused operators per row block of a
+Dask array, with small side inputs broadcast once and aggregates tree-reduced."""

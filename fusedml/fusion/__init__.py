@@ -1,1 +1,2 @@
-"""L3: fusion templates and OFMC exploration (a later issue)."""
+"""L3: the fusion templates (Cell, Row, MAgg, Outer: open/fuse/merge/close), the memo table and
+OFMC exploration."""

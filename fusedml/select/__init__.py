@@ -1,1 +1,2 @@
-"""L4: plan selection policies and the cost model (a later issue)."""
+"""L4: plan selection (fuse_all, fuse_no_redundancy, cost_based: materialization points,
+cost-based enumeration with pruning, multi-aggregates), the cost model and its calibration."""

@@ -15,27 +15,18 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fusedml._timing import call_seconds, median_seconds
 from fusedml.select.constants import save_calibration
-
-
-def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up (page faults, first-call overheads)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _bandwidths(size_bytes: int, repeats: int) -> tuple[float, float, float, float]:
     """(read, write) of numpy's one-thread loops, then of a parallel compiled loop."""
     big = np.ones(size_bytes // 8)
-    read = big.nbytes / _median_seconds(big.sum, repeats)
-    write = big.nbytes / _median_seconds(lambda: big.fill(0.5), repeats)
+    read = big.nbytes / median_seconds(big.sum, repeats)
+    write = big.nbytes / median_seconds(lambda: big.fill(0.5), repeats)
     stream_sum, stream_fill = _stream_kernels()
-    par_read = big.nbytes / _median_seconds(lambda: stream_sum(big), repeats)
-    par_write = big.nbytes / _median_seconds(lambda: stream_fill(big, 0.5), repeats)
+    par_read = big.nbytes / median_seconds(lambda: stream_sum(big), repeats)
+    par_write = big.nbytes / median_seconds(lambda: stream_fill(big, 0.5), repeats)
     return read, write, par_read, par_write
 
 
@@ -98,9 +89,7 @@ def _compile_seconds() -> float:
     exec(source, namespace)
     fn = numba.njit(parallel=True)(namespace["k"])
     x = np.ones(8)
-    start = time.perf_counter()
-    fn(x, x)
-    return time.perf_counter() - start
+    return call_seconds(lambda: fn(x, x))
 
 
 def measure(
@@ -117,19 +106,19 @@ def measure(
     kernel = _flop_kernel()
     x = np.ones(1 << 14)
     reps = 256
-    flops = 4.0 * x.shape[0] * reps / _median_seconds(lambda: kernel(x, reps), repeats)
+    flops = 4.0 * x.shape[0] * reps / median_seconds(lambda: kernel(x, reps), repeats)
     threads = numba.get_num_threads()
     numba.set_num_threads(1)  # numpy's loops: one core
     try:
-        one_core = 4.0 * x.shape[0] * reps / _median_seconds(lambda: kernel(x, reps), repeats)
+        one_core = 4.0 * x.shape[0] * reps / median_seconds(lambda: kernel(x, reps), repeats)
     finally:
         numba.set_num_threads(threads)
     if dispatch_probe is None:
         one = np.ones(1)
-        dispatch = _median_seconds(lambda: [np.add(one, one) for _ in range(1000)], repeats) / 1000
+        dispatch = median_seconds(lambda: [np.add(one, one) for _ in range(1000)], repeats) / 1000
     else:
-        short = _median_seconds(lambda: dispatch_probe(10), repeats)
-        long = _median_seconds(lambda: dispatch_probe(110), repeats)
+        short = median_seconds(lambda: dispatch_probe(10), repeats)
+        long = median_seconds(lambda: dispatch_probe(110), repeats)
         dispatch = max(long - short, 0.0) / 100
     values = {
         "read_bandwidth_bytes_per_s": par_read,

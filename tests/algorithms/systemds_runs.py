@@ -22,7 +22,8 @@ def runs(builtin: str) -> list[dict]:
 
 
 @cache
-def _data(name: str) -> dict:
+def data_file(name: str) -> dict:
+    """The arrays of one data file (a CSR matrix's parts joined into ``X``, ``R`` for ratings)."""
     z = np.load(HERE / name)
     d = {k: z[k] for k in z.files}
     if "indptr" in d:
@@ -35,7 +36,7 @@ def _data(name: str) -> dict:
 
 def load(run: dict) -> tuple:
     """(X, y, outputs) of one run; y is None for unsupervised runs."""
-    d = _data(run["data_file"])
+    d = data_file(run["data_file"])
     y = d[run["y_key"]] if run.get("y_key") else None
     out = np.load(HERE / run["files"]["npz"])
     return d[run["x_key"]], y, {k: out[k] for k in out.files}

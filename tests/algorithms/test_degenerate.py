@@ -15,18 +15,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from sklearn.svm import LinearSVC
 
+from tests.formats import FORMATS
+
 RNG = np.random.default_rng(0)
 X0 = RNG.standard_normal((20, 3))
 LABELS = (X0 @ [1.0, -1.0, 0.5] + RNG.standard_normal(20) > 0.3).astype(int)  # 9 of 20, noisy
 COUNTS = RNG.poisson(np.exp(0.3 * X0 @ [1.0, -1.0, 0.5] + 0.5)).astype(float)
-FORMATS = ["dense", "csr"]
 SCALES = [1e-300, 1e-160, 1e150, 1e300]
 
 pytestmark = pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
-
-
-def _as(fmt, X):
-    return sp.csr_array(X) if fmt == "csr" else X
 
 
 def _rel(a, b):
@@ -36,10 +33,10 @@ def _rel(a, b):
 # -- all-zero features: X @ w = 0 for every w, the penalty (or the intercept alone) decides
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_l2svm_on_all_zero_features_is_the_intercept_only_minimizer(fit_intercept, fmt):
-    X = _as(fmt, np.zeros_like(X0))
+def test_l2svm_on_all_zero_features_is_the_intercept_only_minimizer(fit_intercept, to_format):
+    X = to_format(np.zeros_like(X0))
     reg = 1.0
     model = L2SVM(reg=reg, fit_intercept=fit_intercept).fit(X, LABELS)
     Y = np.where(LABELS == 1, 1.0, -1.0)
@@ -50,20 +47,20 @@ def test_l2svm_on_all_zero_features_is_the_intercept_only_minimizer(fit_intercep
     assert model.intercept_ == pytest.approx([b], rel=1e-12)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_mlogreg_on_all_zero_features_predicts_the_class_frequencies(fit_intercept, fmt):
-    X = _as(fmt, np.zeros_like(X0))
+def test_mlogreg_on_all_zero_features_predicts_the_class_frequencies(fit_intercept, to_format):
+    X = to_format(np.zeros_like(X0))
     model = MLogReg(fit_intercept=fit_intercept, tol=1e-12).fit(X, LABELS)
     frequencies = np.bincount(LABELS) / len(LABELS) if fit_intercept else np.full(2, 0.5)
     assert np.array_equal(model.coef_, np.zeros((2, 3)))
     np.testing.assert_allclose(model.predict_proba(X), np.tile(frequencies, (20, 1)), rtol=1e-9)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_glm_on_all_zero_features_predicts_the_mean(fit_intercept, fmt):
-    X = _as(fmt, np.zeros_like(X0))
+def test_glm_on_all_zero_features_predicts_the_mean(fit_intercept, to_format):
+    X = to_format(np.zeros_like(X0))
     model = GLM(family="poisson", fit_intercept=fit_intercept, tol=1e-12).fit(X, COUNTS)
     # the intercept-only Poisson fit's mean is the mean count; without one, exp(0)
     mean = COUNTS.mean() if fit_intercept else 1.0
@@ -92,9 +89,9 @@ def test_glm_on_all_zero_features_without_a_valid_mean_raises():
 # -- scaled features
 
 
-def _unpenalized(name, fit_intercept, fmt, scale, reg=0.0):
+def _unpenalized(name, fit_intercept, to_format, scale, reg=0.0):
     """(ours fitted to X0 * scale with the penalty reg, sklearn's fitted to X0 unpenalized)."""
-    X = _as(fmt, X0 * scale)
+    X = to_format(X0 * scale)
     if name == "L2SVM":
         ours = L2SVM(reg=reg, fit_intercept=fit_intercept, tol=1e-14, max_iter=500,
                      max_inner_iter=100).fit(X, LABELS)  # fmt: skip
@@ -113,60 +110,62 @@ def _unpenalized(name, fit_intercept, fmt, scale, reg=0.0):
     return ours, ref
 
 
-def _check_scaled_solution(name, fmt, scale, ours, ref):
+def _check_scaled_solution(name, to_format, scale, ours, ref):
     if name == "MLogReg":  # another parametrization (a baseline class), the same probabilities
-        assert _rel(ours.predict_proba(_as(fmt, X0 * scale)), ref.predict_proba(X0)) <= 1e-6
+        assert _rel(ours.predict_proba(to_format(X0 * scale)), ref.predict_proba(X0)) <= 1e-6
     else:
         assert _rel(ours.coef_.ravel() * scale, ref.coef_.ravel()) <= 1e-5
         assert np.ravel(ours.intercept_) == pytest.approx(np.ravel(ref.intercept_), abs=1e-6)
     assert np.all(np.isfinite(ours.coef_))
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("name", ["L2SVM", "MLogReg", "GLM"])
-def test_unpenalized_fit_of_scaled_features_is_the_scaled_solution(name, fit_intercept, scale, fmt):
-    ours, ref = _unpenalized(name, fit_intercept, fmt, scale)
-    _check_scaled_solution(name, fmt, scale, ours, ref)
+def test_unpenalized_fit_of_scaled_features_is_the_scaled_solution(
+    name, fit_intercept, scale, to_format
+):
+    ours, ref = _unpenalized(name, fit_intercept, to_format, scale)
+    _check_scaled_solution(name, to_format, scale, ours, ref)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("scale", [1e150, 1e300])
 @pytest.mark.parametrize("name", ["L2SVM", "MLogReg", "GLM"])
-def test_penalty_is_negligible_against_huge_features(name, scale, fmt):
+def test_penalty_is_negligible_against_huge_features(name, scale, to_format):
     # reg = 1 on s * X is reg / s**2 on X: the unpenalized solution to float64's precision
-    ours, ref = _unpenalized(name, False, fmt, scale, reg=1.0)
-    _check_scaled_solution(name, fmt, scale, ours, ref)
+    ours, ref = _unpenalized(name, False, to_format, scale, reg=1.0)
+    _check_scaled_solution(name, to_format, scale, ours, ref)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("scale", [1e-300, 1e-160])
-def test_penalized_l2svm_on_tiny_features_is_the_exact_minimizer(scale, fmt):
+def test_penalized_l2svm_on_tiny_features_is_the_exact_minimizer(scale, to_format):
     X = X0 * scale
     Y = np.where(LABELS == 1, 1.0, -1.0)
-    model = L2SVM(reg=1.0, tol=1e-12).fit(_as(fmt, X), LABELS)
+    model = L2SVM(reg=1.0, tol=1e-12).fit(to_format(X), LABELS)
     # every margin is far below 1, so the objective is the quadratic 1/2 ||1 - Y * (X w)||^2 +
     # 1/2 ||w||^2, minimal at (X'X + I)^-1 X'Y
     w = np.linalg.solve(X.T @ X + np.eye(3), X.T @ Y)
     assert _rel(model.coef_.ravel(), w) <= 1e-9
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("scale", [1e-300, 1e-160])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("name", ["MLogReg", "GLM"])
-def test_penalized_fit_of_tiny_features_predicts_as_sklearn(name, fit_intercept, scale, fmt):
+def test_penalized_fit_of_tiny_features_predicts_as_sklearn(name, fit_intercept, scale, to_format):
     X = X0 * scale
     if name == "MLogReg":
-        model = MLogReg(reg=1.0, fit_intercept=fit_intercept).fit(_as(fmt, X), LABELS)
+        model = MLogReg(reg=1.0, fit_intercept=fit_intercept).fit(to_format(X), LABELS)
         ref = lm.LogisticRegression(C=1.0, fit_intercept=fit_intercept, tol=1e-12)
         ref.fit(X, LABELS)
-        ours, theirs = model.predict_proba(_as(fmt, X)), ref.predict_proba(X)
+        ours, theirs = model.predict_proba(to_format(X)), ref.predict_proba(X)
     else:
-        model = GLM(reg=1.0, fit_intercept=fit_intercept).fit(_as(fmt, X), COUNTS)
+        model = GLM(reg=1.0, fit_intercept=fit_intercept).fit(to_format(X), COUNTS)
         ref = lm.PoissonRegressor(alpha=1 / 20, fit_intercept=fit_intercept, tol=1e-12)
-        ours, theirs = model.predict(_as(fmt, X)), ref.fit(X, COUNTS).predict(X)
+        ours, theirs = model.predict(to_format(X)), ref.fit(X, COUNTS).predict(X)
     assert np.all(np.isfinite(model.coef_))
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
@@ -206,23 +205,23 @@ TWO_POINTS = np.repeat([[0.0, 0.0], [10.0, 10.0]], 50, axis=0)
 BLOBS = np.vstack([RNG.standard_normal((50, 2)), RNG.standard_normal((50, 2)) + 6.0])
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_kmeans_converges_once_the_wcss_is_zero(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_kmeans_converges_once_the_wcss_is_zero(to_format):
     model = KMeans(n_clusters=2, n_init=2, max_iter=50, random_state=0)
-    model.fit(_as(fmt, TWO_POINTS))
+    model.fit(to_format(TWO_POINTS))
     assert np.array_equal(np.sort(model.cluster_centers_, axis=0), [[0.0, 0.0], [10.0, 10.0]])
     assert model.inertia_ == 0.0
     assert adjusted_rand_score(model.labels_, np.repeat([0, 1], 50)) == 1.0
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_kmeans_with_fewer_distinct_points_than_clusters_warns_as_sklearn(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_kmeans_with_fewer_distinct_points_than_clusters_warns_as_sklearn(to_format):
     pattern = r"Number of distinct clusters \(2\) found smaller than n_clusters \(3\)"
     with pytest.warns(ConvergenceWarning, match=pattern):
         sklearn.cluster.KMeans(n_clusters=3, n_init=1, random_state=0).fit(TWO_POINTS)
     with pytest.warns(ConvergenceWarning, match=pattern) as record:
         model = KMeans(n_clusters=3, n_init=2, max_iter=50, random_state=0)
-        model.fit(_as(fmt, TWO_POINTS))
+        model.fit(to_format(TWO_POINTS))
     assert not any("no KMeans run converged" in str(w.message) for w in record)
     assert {tuple(c) for c in model.cluster_centers_} == {(0.0, 0.0), (10.0, 10.0)}
     assert model.inertia_ == 0.0
@@ -235,11 +234,11 @@ def test_kmeans_with_more_clusters_than_samples_raises_as_sklearn():
         KMeans(n_clusters=4, n_init=1).fit(BLOBS[:3])
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("scale", SCALES)
-def test_kmeans_on_scaled_data_finds_the_scaled_clusters(scale, fmt):
+def test_kmeans_on_scaled_data_finds_the_scaled_clusters(scale, to_format):
     ref = sklearn.cluster.KMeans(n_clusters=2, n_init=2, random_state=0).fit(BLOBS)
-    X = _as(fmt, BLOBS * scale)
+    X = to_format(BLOBS * scale)
     model = KMeans(n_clusters=2, n_init=2, random_state=0).fit(X)
     order, ref_order = (
         np.argsort(model.cluster_centers_[:, 0]),

@@ -3,12 +3,12 @@ sklearn's KMeans, and under every fusion mode."""
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import sklearn.cluster
 from fusedml.algorithms import KMeans
 
 import fusedml as fm
 from tests.algorithms.systemds_runs import load, runs
+from tests.formats import FORMATS, csr
 
 
 @pytest.mark.parametrize("run", runs("kmeans"), ids=lambda r: r["name"])
@@ -24,11 +24,12 @@ def test_inertia_matches_systemds_and_sklearn(run):
     assert np.array_equal(model.labels_, np.argmin(d, axis=1))
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_every_fusion_mode_gives_the_same_labels(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_every_fusion_mode_gives_the_same_labels(to_format):
     X, _, _ = load(runs("kmeans")[0])
-    if fmt == "csr":
-        X = sp.csr_array(np.where(X > 2, X, 0.0))
+    if to_format is csr:  # zeros for CSR to skip
+        X = np.where(X > 2, X, 0.0)
+    X = to_format(X)
     base = KMeans(n_clusters=5, n_init=2, random_state=3, fusion="none").fit(X)
     for mode in fm.FUSION_MODES[1:]:
         model = KMeans(n_clusters=5, n_init=2, random_state=3, fusion=mode).fit(X)
@@ -36,14 +37,14 @@ def test_every_fusion_mode_gives_the_same_labels(fmt):
         np.testing.assert_allclose(model.cluster_centers_, base.cluster_centers_, rtol=1e-6)
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_weighted_fit_is_a_weighted_lloyd_fixed_point(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_weighted_fit_is_a_weighted_lloyd_fixed_point(to_format):
     """Weighted KMeans: the centers are the weighted means of their records (numpy oracle),
     inertia_ is the weighted WCSS, and sklearn's weighted KMeans started there stays there."""
     X, _, _ = load(runs("kmeans")[0])
     sw = np.random.default_rng(1).choice([0.0, 0.5, 1.0, 4.0], size=len(X))
-    Xf = X if fmt == "dense" else sp.csr_array(np.where(X > 2, X, 0.0))
-    Xd = Xf if fmt == "dense" else Xf.toarray()
+    Xd = np.where(X > 2, X, 0.0) if to_format is csr else X  # zeros for CSR to skip
+    Xf = to_format(Xd)
     model = KMeans(n_clusters=5, n_init=3, tol=1e-12, random_state=2).fit(Xf, sample_weight=sw)
     C = model.cluster_centers_
     d = ((Xd[:, None, :] - C[None]) ** 2).sum(axis=2)

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from fusedml.algorithms import MLogReg
 
 import fusedml as fm
 from tests.algorithms.systemds_runs import load, max_rel, runs
+from tests.formats import FORMATS, csr
 
 
 @pytest.mark.parametrize("run", runs("multiLogReg"), ids=lambda r: r["name"])
@@ -18,18 +18,25 @@ def test_matches_systemds(run):
         if model.fit_intercept
         else (model.coef_[:-1].T)
     )
-    assert model.n_iter_ == len(run["trace"]["objective_curve"])
+    curve = run["trace"]["objective_curve"]
+    if abs(curve[-1] - curve[-2]) < 1e-13 * abs(curve[-1]):
+        # SystemDS stopped on the rounding-level test (|obj change| < 1e-14 (|obj| + |obj_new|)):
+        # when that fires depends on the BLAS kernels' rounding, which differs between CPUs
+        assert abs(model.n_iter_ - len(curve)) <= 5
+    else:
+        assert model.n_iter_ == len(curve)
     assert max_rel(model.predict_proba(X), out["proba"]) <= 1e-6
     assert max_rel(B, out["B"]) <= 1e-6
     assert np.array_equal(model.predict(X), out["yhat"])
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_every_fusion_mode_gives_the_same_model(fmt, weighted):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_every_fusion_mode_gives_the_same_model(to_format, weighted):
     X, y, _ = load(runs("multiLogReg")[0])
-    if fmt == "csr":
-        X = sp.csr_array(np.where(np.abs(X) > 3, X, 0.0))
+    if to_format is csr:  # zeros for CSR to skip
+        X = np.where(np.abs(X) > 3, X, 0.0)
+    X = to_format(X)
     sw = np.random.default_rng(3).choice([0.0, 0.5, 2.0], size=len(y)) if weighted else None
     base = MLogReg(max_iter=4, tol=0.0, fusion="none").fit(X, y, sample_weight=sw)
     for mode in fm.FUSION_MODES[1:]:

@@ -9,7 +9,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from tests.algorithms.systemds_runs import _data
+from tests.algorithms.systemds_runs import data_file
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -32,7 +32,7 @@ def test_parallel_and_serial_scores_agree(name):
         X, y = estimator_data.ratings(0.05), None  # 600 users x 17770 items
         pipe = make_pipeline(estimator)
     else:
-        d = _data("data/dense.npz")
+        d = data_file("data/dense.npz")
         X = d["X"][:600]
         y = d[label][:600] if label else None
         pipe = make_pipeline(StandardScaler(), estimator)

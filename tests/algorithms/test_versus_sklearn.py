@@ -3,19 +3,19 @@ bundled data sets (the SystemDS reference data), each run to tight convergence."
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import sklearn.linear_model as lm
 import statsmodels.api as smapi
 from fusedml.algorithms import GLM, L2SVM, MLogReg
 from sklearn.svm import LinearSVC
 
-from tests.algorithms.systemds_runs import _data, max_rel
+from tests.algorithms.systemds_runs import data_file, max_rel
+from tests.formats import FORMATS, csr
 
 DENSE = "data/dense.npz"
 
 
 def test_l2svm_equals_linearsvc_squared_hinge():
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d["y_l2svm"]
     reg = 1.0  # ours: 1/2 sum(hinge^2) + reg/2 ||w||^2  ==  LinearSVC with C = 1 / (2 reg), / reg
     ours = L2SVM(reg=reg, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y)
@@ -28,7 +28,7 @@ def test_l2svm_equals_linearsvc_squared_hinge():
 def test_mlogreg_unpenalized_equals_logistic_regression():
     # with a penalty the two parametrizations differ (baseline class vs symmetric); unpenalized
     # both reach the maximum-likelihood probabilities
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d["y_mlogreg"]
     ours = MLogReg(reg=0.0, fit_intercept=True, tol=1e-12, max_iter=200, max_inner_iter=0).fit(X, y)
     ref = lm.LogisticRegression(C=np.inf, solver="newton-cg", tol=1e-12, max_iter=1000).fit(X, y)
@@ -44,7 +44,7 @@ def test_mlogreg_unpenalized_equals_logistic_regression():
     ],
 )
 def test_glm_equals_sklearn_glms(family, label, sk):
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d[label]
     reg = 5.0  # ours: -loglik + reg/2 ||b||^2  ==  sklearn's mean deviance/2 + alpha/2 ||b||^2, x n
     ours = GLM(family=family, link="log", var_power=1.5, reg=reg, fit_intercept=True, tol=1e-14,
@@ -68,7 +68,7 @@ def test_glm_equals_sklearn_glms(family, label, sk):
     ],
 )  # fmt: skip
 def test_glm_equals_statsmodels(family, link, label, sm_family):
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d[label]
     ours = GLM(family=family, link=link, fit_intercept=True, tol=1e-14, max_iter=500).fit(X, y)
     ref = smapi.GLM(y, np.column_stack([X, np.ones(len(y))]), family=sm_family).fit(tol=1e-14)
@@ -80,7 +80,7 @@ def _weights(n):
 
 
 def test_weighted_l2svm_equals_weighted_linearsvc():
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d["y_l2svm"]
     sw = _weights(len(y))
     ours = L2SVM(reg=1.0, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y, sample_weight=sw)
@@ -90,7 +90,7 @@ def test_weighted_l2svm_equals_weighted_linearsvc():
 
 
 def test_weighted_mlogreg_equals_weighted_logistic_regression():
-    d = _data(DENSE)
+    d = data_file(DENSE)
     X, y = d["X"], d["y_mlogreg"]
     sw = _weights(len(y))
     ours = MLogReg(reg=0.0, fit_intercept=True, tol=1e-12, max_iter=200, max_inner_iter=0)
@@ -100,13 +100,13 @@ def test_weighted_mlogreg_equals_weighted_logistic_regression():
     assert max_rel(ours.predict_proba(X), ref.predict_proba(X)) <= 1e-5
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_weighted_glm_equals_weighted_statsmodels_and_sklearn(fmt):
-    d = _data(DENSE)
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_weighted_glm_equals_weighted_statsmodels_and_sklearn(to_format):
+    d = data_file(DENSE)
     X, y = d["X"], d["y_poisson"]
     sw = _weights(len(y))
-    Xf = X if fmt == "dense" else sp.csr_array(np.where(np.abs(X) > 0.5, X, 0.0))
-    Xd = Xf if fmt == "dense" else Xf.toarray()
+    Xd = np.where(np.abs(X) > 0.5, X, 0.0) if to_format is csr else X  # zeros for CSR to skip
+    Xf = to_format(Xd)
     ours = GLM(family="poisson", fit_intercept=True, tol=1e-14, max_iter=500)
     ours.fit(Xf, y, sample_weight=sw)
     ref = smapi.GLM(y, np.column_stack([Xd, np.ones(len(y))]), family=smapi.families.Poisson(),

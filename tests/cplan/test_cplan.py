@@ -4,7 +4,9 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml as fm
+from fusedml.formats import Format
 from fusedml.ir.ops import Op
+from tests.formats import unbound
 
 RNG = np.random.default_rng(0)
 ROWS = 200_000
@@ -16,8 +18,7 @@ def only_operator(expr, fusion="fuse_all"):
 
 
 def test_main_input_is_largest_then_sparsest():
-    X = fm.matrix(RNG.standard_normal((ROWS, 20)))
-    S = fm.matrix(sp.random(ROWS, 20, density=0.01, format="csr", random_state=0))
+    X, S = unbound((ROWS, 20)), unbound((ROWS, 20), Format.CSR, nnz=ROWS * 20 // 100)
     v = RNG.standard_normal(20)
     op = only_operator(fm.sum(X * S * v))
     assert op.main_input is S.node  # equal size: the sparse one drives
@@ -45,11 +46,11 @@ def test_placeholders_cleanup_and_cse():
 
 def test_kernel_key_ignores_data_shapes_and_literal_values():
     def key(rows, c):
-        X, Y = (fm.matrix(RNG.standard_normal((rows, 20))) for _ in range(2))
+        X, Y = (unbound((rows, 20)) for _ in range(2))
         return only_operator(fm.sum(X * Y + c)).cplan.key
 
     assert key(ROWS, 1.5) == key(ROWS // 2, -3.0)
-    X, Y = (fm.matrix(RNG.standard_normal((ROWS, 20))) for _ in range(2))
+    X, Y = (unbound((ROWS, 20)) for _ in range(2))
     assert key(ROWS, 1.5) != only_operator(fm.sum(X * Y - 1.5)).cplan.key
 
 

@@ -5,11 +5,14 @@ import pytest
 import scipy.sparse as sp
 
 import fusedml as fm
+from tests.formats import FORMATS, csr
 
 RNG = np.random.default_rng(7)
-DENSE = RNG.normal(size=(6, 5))
-SPARSE = sp.random(6, 5, density=0.4, format="csr", random_state=3, data_rvs=RNG.standard_normal)
-INPUTS = {"dense": DENSE, "csr": SPARSE}
+DENSE = RNG.normal(size=(6, 5))  # no zeros
+VALUES = sp.random(
+    6, 5, density=0.4, random_state=3, data_rvs=RNG.standard_normal
+).toarray()  # 60 % zeros, which CSR skips
+OTHER_OPERANDS = {"row": RNG.normal(size=(1, 5)), "col": RNG.normal(size=(6, 1)), "scalar": 2.0}
 
 
 def ev(expr):
@@ -20,38 +23,37 @@ def dense_of(x):
     return x.toarray() if sp.issparse(x) else np.asarray(x)
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize(
     ("name", "sparse_safe"),
     [("negative", True), ("abs", True), ("sqrt", True), ("sign", True), ("exp", False),
      ("log", False), ("sigmoid", False), ("arctan", True)],
 )  # fmt: skip
-def test_unary(fmt, name, sparse_safe):
-    got = ev(getattr(fm, name)(fm.matrix(INPUTS[fmt])))
+def test_unary(to_format, name, sparse_safe):
+    x = to_format(VALUES)
+    got = ev(getattr(fm, name)(fm.matrix(x)))
     with np.errstate(all="ignore"):
         fn = {"sigmoid": lambda x: 1 / (1 + np.exp(-x))}.get(name, getattr(np, name, None))
-        want = fn(dense_of(INPUTS[fmt]))
-    assert sp.issparse(got) == (fmt == "csr" and sparse_safe)
+        want = fn(VALUES)
+    assert sp.issparse(got) == (sp.issparse(x) and sparse_safe)
     np.testing.assert_allclose(dense_of(got), want, rtol=1e-15, equal_nan=True)
 
 
-@pytest.mark.parametrize("left", ["dense", "csr"])
-@pytest.mark.parametrize("right", ["dense", "csr", "row", "col", "scalar"])
+@pytest.mark.parametrize("left", FORMATS)
+@pytest.mark.parametrize("right", [*FORMATS, *OTHER_OPERANDS])
 @pytest.mark.parametrize("name", ["add", "multiply", "divide", "minimum", "greater", "power"])
 def test_binary_against_scipy_and_numpy(left, right, name):
-    a = INPUTS[left]
-    b = {"row": RNG.normal(size=(1, 5)), "col": RNG.normal(size=(6, 1)), "scalar": 2.0}.get(
-        right, INPUTS.get(right)
-    )
+    a = left(VALUES)
+    b = OTHER_OPERANDS[right] if isinstance(right, str) else right(VALUES)
     got = ev(getattr(fm, name)(fm.matrix(a), b if right == "scalar" else fm.matrix(b)))
     with np.errstate(all="ignore"):
         want = getattr(np, name)(dense_of(a), dense_of(b)).astype(np.float64)
-    if name in ("multiply", "divide") and left == "csr":
+    if name in ("multiply", "divide") and sp.issparse(a):
         want[dense_of(a) == 0] = 0.0
-    if name == "multiply" and right == "csr":
+    if name == "multiply" and sp.issparse(b):
         want[dense_of(b) == 0] = 0.0
     np.testing.assert_allclose(dense_of(got), want, rtol=1e-15, equal_nan=True)
-    if name == "multiply" and left == "csr" and right in ("dense", "csr"):
+    if name == "multiply" and sp.issparse(a) and right in FORMATS:
         scipy_result = sp.csr_array(a).multiply(b)  # scipy's own sparse semantics agree
         np.testing.assert_allclose(dense_of(got), dense_of(scipy_result), equal_nan=True)
 
@@ -71,52 +73,52 @@ def test_csr_zeros_annihilate_inf_and_nan_stored_or_not():
     assert np.isnan(dense[0, 0]) and np.isnan(dense[0, 2])
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("to_format", FORMATS)
 @pytest.mark.parametrize("name", ["sum", "min", "max", "mean"])
 @pytest.mark.parametrize("axis", [None, 0, 1])
 @pytest.mark.parametrize("keepdims", [False, True])
-def test_aggregates(fmt, name, axis, keepdims):
-    data = INPUTS[fmt].copy()
-    if fmt == "csr":
-        data.data[0] = np.nan if name in ("min", "max") else data.data[0]
-    got = ev(getattr(fm, name)(fm.matrix(data), axis=axis, keepdims=keepdims))
-    want = getattr(np, name)(dense_of(data), axis=axis, keepdims=keepdims)
+def test_aggregates(to_format, name, axis, keepdims):
+    values = VALUES.copy()
+    if name in ("min", "max"):  # a NaN among the non-zeros wins over CSR's implicit zeros
+        values.flat[np.flatnonzero(values)[0]] = np.nan
+    got = ev(getattr(fm, name)(fm.matrix(to_format(values)), axis=axis, keepdims=keepdims))
+    want = getattr(np, name)(values, axis=axis, keepdims=keepdims)
     assert np.shape(got) == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-13, equal_nan=True)
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_argmax_first_maximum_and_nan(fmt):
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_argmax_first_maximum_and_nan(to_format):
     a = np.array([[1.0, 3.0, 3.0], [0.0, 0.0, 0.0], [-1.0, np.nan, 5.0], [-2.0, 0.0, -1.0]])
-    x = sp.csr_array(a) if fmt == "csr" else a
+    x = to_format(a)
     got = ev(fm.argmax(fm.matrix(x), axis=1))
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, np.argmax(a, axis=1))
     np.testing.assert_array_equal(ev(fm.argmax(fm.matrix(x), axis=0)), np.argmax(a, axis=0))
 
 
-@pytest.mark.parametrize("left", ["dense", "csr"])
-@pytest.mark.parametrize("right", ["dense", "csr"])
+@pytest.mark.parametrize("left", FORMATS)
+@pytest.mark.parametrize("right", FORMATS)
 def test_matmul_formats(left, right):
-    a, b = INPUTS[left], INPUTS[right].T
+    a, b = left(VALUES), right(VALUES.T)
     got = ev(fm.matrix(a) @ fm.matrix(b))
-    assert sp.issparse(got) == (left == right == "csr")
+    assert sp.issparse(got) == (sp.issparse(a) and sp.issparse(b))
     np.testing.assert_allclose(dense_of(got), dense_of(a) @ dense_of(b), rtol=1e-13)
     v = RNG.normal(size=5)
     np.testing.assert_allclose(ev(fm.matrix(a) @ v), dense_of(a) @ v, rtol=1e-13)
     np.testing.assert_allclose(ev(v @ fm.matrix(a).T), v @ dense_of(a).T, rtol=1e-13)
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
-def test_structure_ops(fmt):
-    x = INPUTS[fmt]
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_structure_ops(to_format):
+    x = to_format(VALUES)
     X = fm.matrix(x)
-    assert sp.issparse(ev(X.T)) == (fmt == "csr")
+    assert sp.issparse(ev(X.T)) == sp.issparse(x)
     np.testing.assert_array_equal(dense_of(ev(X.T)), dense_of(x).T)
     np.testing.assert_array_equal(dense_of(ev(X[:, 1:3])), dense_of(x)[:, 1:3])
     np.testing.assert_array_equal(ev(X[:, -1]), dense_of(x)[:, -1])
     stacked = ev(fm.hstack([X, X[:, :2]]))
-    assert sp.issparse(stacked) == (fmt == "csr")
+    assert sp.issparse(stacked) == sp.issparse(x)
     np.testing.assert_array_equal(dense_of(stacked), np.hstack([dense_of(x), dense_of(x)[:, :2]]))
     mixed = ev(fm.hstack([X, DENSE]))
     assert not sp.issparse(mixed)
@@ -124,7 +126,7 @@ def test_structure_ops(fmt):
 
 def test_edge_shapes_empty_one_row_all_zero():
     for a in (np.ones((0, 3)), np.ones((1, 3)), np.ones((3, 1)), np.zeros((4, 4))):
-        for x in (a, sp.csr_array(a)):
+        for x in (to_format(a) for to_format in FORMATS):
             X = fm.matrix(x)
             np.testing.assert_allclose(ev(fm.sum(X * 2, axis=0)), (a * 2).sum(axis=0))
             np.testing.assert_allclose(ev(fm.exp(X) @ np.ones(a.shape[1])), np.exp(a).sum(axis=1))
@@ -135,12 +137,12 @@ def test_edge_shapes_empty_one_row_all_zero():
 
 def test_where_and_comparisons():
     a, b = DENSE, -DENSE
-    cond = fm.matrix(SPARSE) > 0
+    cond = fm.matrix(csr(VALUES)) > 0
     got = ev(fm.where(cond, a, b))
-    np.testing.assert_array_equal(got, np.where(SPARSE.toarray() > 0, a, b))
-    eq = ev(fm.matrix(SPARSE) == 0)  # f(0, 0) != 0: the result is dense
+    np.testing.assert_array_equal(got, np.where(VALUES > 0, a, b))
+    eq = ev(fm.matrix(csr(VALUES)) == 0)  # f(0, 0) != 0: the result is dense
     assert not sp.issparse(eq)
-    np.testing.assert_array_equal(eq, (SPARSE.toarray() == 0).astype(float))
+    np.testing.assert_array_equal(eq, (VALUES == 0).astype(float))
 
 
 def test_outputs_never_alias_inputs():

@@ -8,9 +8,11 @@ import pytest
 import scipy.sparse as sp
 
 import fusedml as fm
+from fusedml.formats import Format
 from fusedml.select import calibrate as calibration
 from fusedml.select.constants import CostConstants, current_constants
 from fusedml.select.cost import CostModel, node_bytes
+from tests.formats import unbound
 
 C = CostConstants(
     read_bandwidth_bytes_per_s=1e9, write_bandwidth_bytes_per_s=5e8, flops_per_s=1e9,
@@ -25,7 +27,7 @@ def explain_with(constants, expr, fusion):
 
 def test_cell_operator_cost_is_write_plus_max_read_compute_plus_fixed_terms():
     n = 100_000
-    X, Y, Z = (fm.matrix(np.ones((n, 10))) for _ in range(3))
+    X, Y, Z = (unbound((n, 10)) for _ in range(3))
     (op,) = explain_with(C, fm.sum(X * Y * Z), "fuse_all").operators
     read = 3 * n * 10 * 8  # three dense inputs
     flops = 2 * n * 10 + 4 * n * 10  # two multiplies, a sum (weight 4)
@@ -35,8 +37,7 @@ def test_cell_operator_cost_is_write_plus_max_read_compute_plus_fixed_terms():
 
 def test_sparse_safe_operator_is_costed_at_the_drivers_nonzeros():
     n = 100_000
-    S = fm.matrix(sp.random(n, 10, density=0.01, format="csr", random_state=0))
-    D = fm.matrix(np.ones((n, 10)))
+    S, D = unbound((n, 10), Format.CSR, nnz=n * 10 // 100), unbound((n, 10))
     (op,) = explain_with(C, fm.sum(S * D * D), "fuse_all").operators
     nnz = S.node.meta.nnz
     read = node_bytes(S.node) + n * 10 * 8 * 0.01  # D read once, at the driver's density
@@ -95,7 +96,7 @@ def test_numpy_runs_on_one_core_blas_and_kernels_on_all():
     )  # fmt: skip
     model = CostModel(constants)
     n = 100_000
-    X = fm.matrix(np.ones((n, 10)))
+    X = unbound((n, 10))
     bytes_ = n * 10 * 8
     # an elementwise op in numpy: one-core rates
     assert model.unfused((X * 2.0).node) == pytest.approx(bytes_ / 5e8 + bytes_ / 1e9)
@@ -105,7 +106,7 @@ def test_numpy_runs_on_one_core_blas_and_kernels_on_all():
     want = n * 3 * 8 / 2e9 + max((bytes_ + 240) / 4e9, 2 * n * 10 * 3 / 8e9)
     assert model.unfused(product) == pytest.approx(want)
     # a CSR product in scipy.sparse: one core
-    S = fm.matrix(sp.random(n, 10, density=0.1, format="csr", random_state=0))
+    S = unbound((n, 10), Format.CSR, nnz=n * 10 // 10)
     sparse_product = (S @ B).node
     assert model.unfused(sparse_product) > CostModel(
         dataclasses.replace(constants, numpy_read_bandwidth_bytes_per_s=4e9,
@@ -114,7 +115,7 @@ def test_numpy_runs_on_one_core_blas_and_kernels_on_all():
 
 
 def test_operators_below_the_serial_threshold_run_on_one_thread():
-    small, big = (fm.matrix(np.ones((m, 10))) for m in (100, 100_000))
+    small, big = (unbound((m, 10)) for m in (100, 100_000))
     with fm.config(serial_below_s=1e-4):
         assert not fm.explain(fm.sum(small * small * 2.0), fusion="fuse_all").operators[0].parallel
         assert fm.explain(fm.sum(big * big * 2.0), fusion="fuse_all").operators[0].parallel

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 import fusedml as fm
 from fusedml.formats import Format
 from fusedml.fusion.templates import outer_product
+from tests.formats import unbound
 
 MODES = ("fuse_all", "fuse_no_redundancy", "cost_based")
 M, N, RANK = 100_000, 80_000, 10  # a dense M x N product would take 60 GiB
@@ -61,7 +62,10 @@ def _factors(m, n, rank, nnz, seed):
 
 @pytest.fixture(scope="module")
 def big():
-    return _factors(M, N, RANK, nnz=M, seed=0)  # 1e-5 density
+    """W and X at 1e-5 density, shapes only: the tests that use them only plan."""
+    W, X = (unbound((M, N), Format.CSR, nnz=M) for _ in range(2))
+    U, V, R, L = (unbound((rows, RANK)) for rows in (M, N, N, M))
+    return SimpleNamespace(W=W, X=X, U=U, V=V, R=R, L=L)
 
 
 @pytest.fixture(scope="module")

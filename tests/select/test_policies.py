@@ -14,7 +14,7 @@ from fusedml.select.candidates import Planner
 from fusedml.select.points import interesting_points
 from fusedml.select.policies import search_cut
 from tests import exprgen
-from tests.test_differential import fm_leaves
+from tests.formats import unbound
 
 
 def shared_intermediate(rows):
@@ -57,11 +57,22 @@ def test_shared_intermediate_policies_and_two_size_regimes(rows, choice):
         np.testing.assert_allclose(got_mat, want_mat, rtol=1e-13)
 
 
+def unbound_arguments(make, rows):
+    """Inputs without data, shaped as ``make(rows)``'s data: the axes that differ between a
+    one-row and a two-row call grow with ``rows``."""
+    one, two = make(1), make(2)
+    return [
+        unbound(tuple(rows if m != n else m for m, n in zip(np.shape(a), np.shape(b), strict=True)))
+        for a, b in zip(one, two, strict=True)
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(BODIES))
 @pytest.mark.parametrize("rows", [2_000, 1_000_000])
 def test_search_finds_the_exhaustive_optimum(name, rows):
     fn, make = BODIES[name]
-    plan = fm.jit(fn).explain(*make(rows), fusion="none")
+    outputs = fn(*unbound_arguments(make, rows))  # traced as fm.jit would, with no data
+    plan = fm.explain(outputs, fusion="none")
     memo = pipeline.optimize_until(plan.dag, "explore")
     model = pipeline.cost_model()
     cut, search = search_cut(memo, model)
@@ -83,8 +94,7 @@ def test_search_finds_the_exhaustive_optimum(name, rows):
 
 
 def test_lower_bound_prunes_when_materializing_is_expensive():
-    rng = np.random.default_rng(1)
-    X, Y = (fm.matrix(rng.standard_normal((300_000, 20))) for _ in range(2))
+    X, Y = (unbound((300_000, 20)) for _ in range(2))
     A, B = X + 1, Y + 1  # shared, cheap to recompute, expensive to write and read back
     memo = pipeline.optimize_until([fm.sum(A * B), fm.sum(A), fm.sum(B)], "explore")
     _, search = search_cut(memo, pipeline.cost_model())
@@ -97,7 +107,7 @@ def test_lower_bound_prunes_when_materializing_is_expensive():
 @given(exprgen.expressions(max_depth=5, allow_sparse=True))
 def test_cost_based_never_costs_more_than_the_heuristics(case):
     tree, leaves = case
-    expr = exprgen.build(tree, fm_leaves(leaves))
+    expr = exprgen.build(tree, exprgen.fm_leaves(leaves))
     if not isinstance(expr, fm.Expr):
         return
     costs = {m: fm.explain(expr, fusion=m).estimated_cost_s for m in pipeline.POLICIES}
