@@ -23,8 +23,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
+# one test worker per core: the suite is bound by numba compiling kernels, one at a time per process
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

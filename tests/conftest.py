@@ -2,11 +2,13 @@ import os
 import tempfile
 
 # Tests use the documented cost constants, not a calibration file this machine may have, and
-# compile every kernel they run (a fresh cache). FUSEDML_TEST_CACHE_DIR names a cache to reuse
-# instead, for quick local reruns; CI never sets it.
-os.environ["FUSEDML_CACHE_DIR"] = os.environ.get("FUSEDML_TEST_CACHE_DIR") or tempfile.mkdtemp(
-    prefix="fusedml-test-cache-"
-)
+# compile every kernel they run (a fresh cache, shared by the xdist workers of one run, which
+# inherit it from the controller). FUSEDML_TEST_CACHE_DIR names a cache to reuse instead, for
+# quick local reruns; CI never sets it.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["FUSEDML_CACHE_DIR"] = os.environ.get("FUSEDML_TEST_CACHE_DIR") or tempfile.mkdtemp(
+        prefix="fusedml-test-cache-"
+    )
 
 import pytest
 from hypothesis import HealthCheck, settings

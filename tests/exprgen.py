@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from hypothesis import strategies as st
 
 import fusedml as fm
+from tests import oracle
 from tests.oracle import AGG, BINARY, UNARY
 
 DIMS = st.sampled_from([0, 1, 1, 2, 3, 3, 4, 5])
@@ -211,10 +212,37 @@ def special_value_expressions(draw):
     return cells, builder.leaves
 
 
-def fm_leaves(leaves):
+def fm_leaves(leaves, sparse=None):
     """The drawn leaf data as fusedml inputs; 0-D leaves become runtime scalars (fm.matrix of a
-    0-D array), not literals."""
-    return [fm.matrix(np.asarray(v)) if np.ndim(v) == 0 else fm.matrix(v) for v in leaves]
+    0-D array), not literals; ``sparse`` converts CSR leaves (into another sparse format)."""
+    out = []
+    for v in leaves:
+        if np.ndim(v) == 0:
+            v = np.asarray(v)
+        elif sparse is not None and sp.issparse(v):
+            v = sparse(v)
+        out.append(fm.matrix(v))
+    return out
+
+
+def check(tree, leaves, fusion="none", sparse=None):
+    """``tree`` through ``fm.evaluate`` in a fusion mode against the numpy oracle: the same
+    shapes, dtypes and result format, NaN and +-inf at the same positions, finite values up to
+    reassociated sums. ``sparse`` gives CSR leaves to fusedml in another sparse format."""
+    expected = oracle.evaluate(tree, leaves)
+    got = fm.evaluate(build(tree, fm_leaves(leaves, sparse)), fusion=fusion)
+    want = expected.value
+    if np.ndim(want) == 0:
+        assert isinstance(got, float), type(got)
+    elif np.ndim(want) == 2 and expected.csr:
+        assert sp.issparse(got) and got.format == "csr", f"expected CSR, got {type(got)}"
+        got = got.toarray()
+    else:
+        assert isinstance(got, np.ndarray), f"expected ndarray, got {type(got)}"
+        assert got.dtype == (np.int64 if expected.index else np.float64), got.dtype
+    assert np.shape(got) == np.shape(want)
+    atol = max(1e-12, 1e-13 * oracle.magnitude(tree, leaves))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=atol, equal_nan=True)
 
 
 def build(tree, inputs):

@@ -2,31 +2,11 @@
 
 from collections import Counter
 
-import numpy as np
-import scipy.sparse as sp
 from hypothesis import given, settings
 
 import fusedml as fm
-from tests import exprgen, oracle
-
-
-def check(tree, leaves, fusion="none"):
-    expected = oracle.evaluate(tree, leaves)
-    expr = exprgen.build(tree, exprgen.fm_leaves(leaves))
-    got = fm.evaluate(expr, fusion=fusion)
-    want = expected.value
-    if np.ndim(want) == 0:
-        assert isinstance(got, float), type(got)
-    elif np.ndim(want) == 2 and expected.csr:
-        assert sp.issparse(got) and got.format == "csr", f"expected CSR, got {type(got)}"
-        got = got.toarray()
-    else:
-        assert isinstance(got, np.ndarray), f"expected ndarray, got {type(got)}"
-        assert got.dtype == (np.int64 if expected.index else np.float64), got.dtype
-    assert np.shape(got) == np.shape(want)
-    # NaN and +-inf positions must agree exactly; finite values up to reassociated sums
-    atol = max(1e-12, 1e-13 * oracle.magnitude(tree, leaves))
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=atol, equal_nan=True)
+from tests import exprgen
+from tests.exprgen import check
 
 
 @settings(max_examples=600)

@@ -13,7 +13,7 @@ import fusedml as fm
 from fusedml.runtime import fused
 from fusedml.runtime.backend import LocalBackend
 from tests import exprgen
-from tests.test_differential import check
+from tests.exprgen import check
 
 
 class RowBlockBackend(LocalBackend):
@@ -23,7 +23,7 @@ class RowBlockBackend(LocalBackend):
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
-        self.blocks = 0
+        self.calls = self.blocks = 0
 
     def run_kernel(self, op, inputs):
         spec, _, _ = fused.prepared(op)
@@ -35,20 +35,25 @@ class RowBlockBackend(LocalBackend):
                 v[block] if aligned else v for v, aligned in zip(inputs, spec.aligned, strict=True)
             ]
             partials.append(fused.partials(op, part))
+        self.calls += 1
         self.blocks += len(partials)
         return fused.results(op, partials)
 
 
-@settings(max_examples=100)
-@given(exprgen.expressions(max_depth=4, allow_sparse=True))
-def test_differential_corpus_in_row_blocks(case):
-    tree, leaves = case
+def test_differential_corpus_in_row_blocks():
     backend = RowBlockBackend(2)
-    with fm.config(backend=backend):
-        for mode in ("fuse_all", "cost_based"):
-            check(tree, leaves, fusion=mode)
-        with fm.config(dispatch_s=0.0, compile_s=0.0):
-            check(tree, leaves, fusion="cost_based")
+
+    @settings(max_examples=60)
+    @given(exprgen.expressions(max_depth=4, allow_sparse=True))
+    def corpus(case):
+        with fm.config(backend=backend):
+            for mode in ("fuse_all", "cost_based"):
+                check(*case, fusion=mode)
+            with fm.config(dispatch_s=0.0, compile_s=0.0):
+                check(*case, fusion="cost_based")
+
+    corpus()
+    assert backend.calls >= 25 and backend.blocks > 1.5 * backend.calls, vars(backend)
 
 
 def test_kernels_ran_in_several_blocks(fresh_stats):
@@ -70,25 +75,24 @@ def test_kernels_ran_in_several_blocks(fresh_stats):
 
 
 def _fits():
-    """(estimator, X, y, fitted result) per estimator and data format."""
+    """(estimator, X, y, fitted result): one fit per estimator (row blocks of CSR data are the
+    corpus's business; GLM also fits CSR data here)."""
     X, y = make_classification(n_samples=203, n_features=6, random_state=0)
     S = sp.csr_array(np.where(np.abs(X) > 0.8, X, 0.0))
     counts = np.random.default_rng(0).poisson(np.exp(X[:, :2].sum(axis=1) / 3))
     R = sp.random(60, 40, density=0.2, format="csr", random_state=2)
     R.data = np.round(R.data * 4 + 1)
-    fits = []
-    for data, label in ((X, "dense"), (S, "csr")):
-        fits += [
-            pytest.param(L2SVM(max_iter=5, fit_intercept=True), data, y, "coef_",
-                         id=f"L2SVM-{label}"),
-            pytest.param(MLogReg(max_iter=4, fit_intercept=True), data, y + (X[:, 0] > 0),
-                         "coef_", id=f"MLogReg-{label}"),
-            pytest.param(GLM(max_iter=4), data, counts, "coef_", id=f"GLM-{label}"),
-            pytest.param(KMeans(n_clusters=3, n_init=1, random_state=0), data, None,
-                         "cluster_centers_", id=f"KMeans-{label}"),
-        ]  # fmt: skip
-    return [*fits, pytest.param(ALSCG(rank=3, max_iter=2, random_state=0), R, None,
-                                "user_factors_", id="ALSCG-ratings")]  # fmt: skip
+    return [
+        pytest.param(L2SVM(max_iter=5, fit_intercept=True), X, y, "coef_", id="L2SVM"),
+        pytest.param(MLogReg(max_iter=4, fit_intercept=True), X, y + (X[:, 0] > 0), "coef_",
+                     id="MLogReg"),
+        pytest.param(GLM(max_iter=4), X, counts, "coef_", id="GLM"),
+        pytest.param(GLM(max_iter=4), S, counts, "coef_", id="GLM-csr"),
+        pytest.param(KMeans(n_clusters=3, n_init=1, random_state=0), X, None,
+                     "cluster_centers_", id="KMeans"),
+        pytest.param(ALSCG(rank=3, max_iter=2, random_state=0), R, None, "user_factors_",
+                     id="ALSCG"),
+    ]  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
