@@ -33,53 +33,37 @@ import fusedml as fm
 CG_TOL = 1e-9  # inner CG stops at ||r||^2 <= CG_TOL * ||gradient||^2
 EPS = np.finfo(np.float64).eps
 
-# X: the ratings (zeros missing), ``X != 0`` the mask of rated entries. ``lam`` the penalty;
-# ``row_w`` / ``col_w`` the users' / items' penalty weights: (m, 1) / (n, 1) columns, or 1.0.
-# Each CG body also returns the number CG decides on next (a squared norm or a curvature).
+# X: the ratings (zeros missing), W the mask of rated entries (X != 0).
 
 
 @fm.jit
-def _residual_u(X, U, V, lam, row_w):
-    """Minus the gradient in U, and its squared norm."""
-    R = -(((X != 0) * (U @ V.T - X)) @ V + lam * U * row_w)
-    return R, fm.sum(R * R)
+def _residual_times_v(X, U, V):
+    return ((X != 0) * (U @ V.T - X)) @ V
 
 
 @fm.jit
-def _residual_v(X, U, V, lam, col_w):
-    """Minus the gradient in V, and its squared norm."""
-    R = -(((X != 0) * (U @ V.T - X)).T @ U + lam * V * col_w)
-    return R, fm.sum(R * R)
+def _residual_times_u(X, U, V):
+    return ((X != 0) * (U @ V.T - X)).T @ U
 
 
 @fm.jit
-def _hessian_times_u(X, S, V, lam, row_w):
-    """The Hessian in U times S, and S's curvature sum(S * HS)."""
-    HS = ((X != 0) * (S @ V.T)) @ V + lam * S * row_w
-    return HS, fm.sum(S * HS)
+def _masked_times_v(W, S, V):
+    return (W * (S @ V.T)) @ V
 
 
 @fm.jit
-def _hessian_times_v(X, U, S, lam, col_w):
-    """The Hessian in V times S, and S's curvature sum(S * HS)."""
-    HS = ((X != 0) * (U @ S.T)).T @ U + lam * S * col_w
-    return HS, fm.sum(S * HS)
+def _masked_times_u(W, U, S):
+    return (W * (U @ S.T)).T @ U
 
 
 @fm.jit
-def _cg_step(F, R, S, HS, alpha, norm_r2):
-    """A CG step of length alpha along S: the new iterate and residual, the residual's squared
-    norm and the next direction."""
-    F = F + alpha * S
-    R = R - alpha * HS
-    new_norm_r2 = fm.sum(R * R)
-    return F, R, new_norm_r2, R + (new_norm_r2 / norm_r2) * S
+def _squared_error(X, U, V):
+    return 0.5 * fm.sum((X != 0) * (U @ V.T - X) ** 2)
 
 
 @fm.jit
-def _loss(X, U, V, lam, row_w, col_w):
-    penalty = fm.sum(U * U * row_w) + fm.sum(V * V * col_w)
-    return 0.5 * fm.sum((X != 0) * (U @ V.T - X) ** 2) + 0.5 * lam * penalty
+def _mask(X):
+    return X != 0
 
 
 @fm.jit
@@ -168,7 +152,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         U = self._initial_factors("U0", U0, X.shape[0], rng, root)
         V = self._initial_factors("V0", V0, X.shape[1], rng, root)
         U, V, initial, curve, converged, self.n_iter_ = self._alternate(X, U, V, lam)
-        self.user_factors_, self.item_factors_ = scaled(U, 1 / root), scaled(V, 1 / root)
+        self.user_factors_, self.item_factors_ = U / root, V / root
         with np.errstate(over="ignore"):  # the loss of huge ratings may exceed float64
             self.initial_loss_, self.loss_curve_ = initial / c / c, np.array(curve) / c / c
         if self.check_loss and not converged and self.tol > 0:
@@ -186,22 +170,26 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         F = np.array(given, dtype=np.float64)
         if F.shape != (rows, self.rank):
             raise ValueError(f"{name} must have shape {(rows, self.rank)}, got {F.shape}")
-        return scaled(F, root)
+        return F * root
 
     def _alternate(self, X, U, V, lam):
         """(U, V, initial loss, [loss after each iteration], converged, iterations)."""
+        W = _mask(X)
         row_w, col_w = _rating_counts(X) if self.reg_type == "wL2" else (1.0, 1.0)
 
+        # The dense factors' own algebra (the penalty, CG's updates) stays numpy's: as fused
+        # bodies it ran slower (fresh kernel outputs each step, where numpy reuses memory)
         def loss(U, V):
-            return float(_loss(X, U, V, lam, row_w, col_w))
+            penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
+            return _squared_error(X, U, V) + 0.5 * lam * penalty
 
         initial = loss(U, V) if self.check_loss else 0.0
         previous, curve, converged, it = initial, [], False, 0
         while it < self.max_iter and not converged:
-            U = self._cg(lambda S, V=V: _hessian_times_u(X, S, V, lam, row_w),
-                         *_residual_u(X, U, V, lam, row_w), U)  # fmt: skip
-            V = self._cg(lambda S, U=U: _hessian_times_v(X, U, S, lam, col_w),
-                         *_residual_v(X, U, V, lam, col_w), V)  # fmt: skip
+            U = self._cg(lambda S, V=V: _masked_times_v(W, S, V) + lam * S * row_w,
+                         _residual_times_v(X, U, V) + lam * U * row_w, U)  # fmt: skip
+            V = self._cg(lambda S, U=U: _masked_times_u(W, U, S) + lam * S * col_w,
+                         _residual_times_u(X, U, V) + lam * V * col_w, V)  # fmt: skip
             it += 1
             if self.check_loss:
                 current = loss(U, V)
@@ -212,16 +200,23 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
                 previous = current
         return U, V, initial, curve, converged, it
 
-    def _cg(self, hess, R, norm_r2, F):
-        """At most ``rank`` CG steps from F on a quadratic: ``hess(S)`` is its Hessian times S
-        with S's curvature, R minus its gradient at F, ``norm_r2`` R's squared norm."""
-        S, norm_g2, inner = R, norm_r2, 1
+    def _cg(self, hess, grad, F):
+        """At most ``rank`` CG steps on the quadratic in F with Hessian ``hess`` and gradient
+        ``grad`` at F."""
+        R = -grad
+        S = R.copy()
+        norm_g2 = norm_r2 = float(np.sum(grad**2))
+        inner = 1
         while norm_r2 > CG_TOL * norm_g2 and inner <= self.rank:
-            HS, shs = hess(S)
+            HS = hess(S)
+            shs = float(np.sum(S * HS))
             if not shs > 0:
                 break  # no curvature along S (no penalty, S outside the rated entries' span)
-            F, R, new_norm_r2, S = _cg_step(F, R, S, HS, norm_r2 / shs, norm_r2)
-            norm_r2 = new_norm_r2
+            alpha = norm_r2 / shs
+            F = F + alpha * S
+            R = R - alpha * HS
+            old, norm_r2 = norm_r2, float(np.sum(R**2))
+            S = R + (norm_r2 / old) * S
             inner += 1
         return F
 
@@ -239,7 +234,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         # numpy solves the m small systems A_i u_i = b_i (fusedml has no solver); the least-
         # squares solution, as singular ones have when reg is 0; a row without ratings gets 0
         inverse = np.linalg.pinv(np.reshape(A, (-1, r, r)), rcond=r * EPS, hermitian=True)
-        return scaled(np.einsum("ijk,ik->ij", inverse, b), 1 / math.sqrt(c))
+        return np.einsum("ijk,ik->ij", inverse, b) / math.sqrt(c)
 
     @in_fusion_mode
     def predict_ratings(self, X):
