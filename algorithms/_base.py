@@ -1,5 +1,6 @@
-"""What every estimator shares: input validation, the fusion scope, the verbose trace, and the
-few data-sized helpers (each one pass over X through fusedml)."""
+"""What every estimator shares: input validation, the fusion scope, the verbose trace, the
+intercept's products with [X, 1] (without copying X), and the data-sized helpers, each one pass
+over X through fusedml."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ def max_abs(X) -> float:
 
 
 def count_nonzero(X) -> int:
+    """The number of non-zero entries of X."""
     return int(_count_nonzero(X))
 
 
@@ -187,7 +189,8 @@ def linear(X, w, b):
 
 def transposed(X, G, intercept: bool) -> tuple:
     """[X, 1].T @ G in a traced body, as a tuple of parts for ``joined``: X.T @ G, and the ones
-    column's sum(G, axis=0) if ``intercept`` (both over the same rows: one fused pass)."""
+    column's sum(G, axis=0) if ``intercept`` (over the same rows: cost_based fuses both into one
+    pass)."""
     return (X.T @ G, fm.sum(G, axis=0)) if intercept else (X.T @ G,)
 
 
