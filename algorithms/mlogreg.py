@@ -45,13 +45,12 @@ PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
 # enter split (see _base.coefficients): ``b``, ``v`` are the intercept's row (None without one).
 @fm.jit
 def _targets(codes, classes):
-    """The one-hot targets of the K non-baseline classes and of the baseline, and the
+    """The one-hot targets of the K non-baseline classes and of the baseline (K), and the
     probabilities at B = 0 (uniform). ``codes``: each record's class index, an (n, 1) column;
-    ``classes``: 0, ..., K."""
-    K = classes.shape[0] - 1
-    Y = codes == classes
-    Yk = Y[:, :K]
-    return Yk, Y[:, K:], 0.0 * Yk + 1.0 / (K + 1)
+    ``classes``: 0, ..., K - 1."""
+    K = classes.shape[0]
+    Yk = codes == classes
+    return Yk, codes == K, 0.0 * Yk + 1.0 / (K + 1)
 
 
 @fm.jit
@@ -129,7 +128,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         lam = np.full((X.shape[1] + self.fit_intercept, 1), reg * c * c)
         if self.fit_intercept:
             lam[-1] = 0.0
-        classes = np.arange(len(self.classes_), dtype=np.float64)
+        classes = np.arange(len(self.classes_) - 1, dtype=np.float64)
         Yk, yb, P = _targets(np.reshape(codes, (-1, 1)), classes)
         B = self._newton(X, Yk, yb, P, sw, lam)
         d = self.n_features_in_
