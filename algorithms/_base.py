@@ -1,8 +1,11 @@
-"""What every estimator shares: input validation, the fusion scope and the verbose trace."""
+"""What every estimator shares: input validation, the fusion scope, the verbose trace, the
+intercept's products with [X, 1] (without copying X), and the data-sized helpers, each one pass
+over X through fusedml."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 
@@ -43,26 +46,76 @@ class FusedEstimatorMixin:
         return tags
 
 
+def in_fusion_mode(method):
+    """Decorator: the estimator's ``method`` runs every fusedml call in its ``fusion`` mode."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._fusion_scope():
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+@fm.jit
+def _max_abs(X):
+    return fm.max(fm.abs(X))
+
+
+@fm.jit
+def _count_nonzero(X):
+    return fm.sum(X != 0)
+
+
+@fm.jit
+def _total(v):
+    return fm.sum(v)
+
+
+@fm.jit
+def _times(X, c):
+    return X * c
+
+
+def max_abs(X) -> float:
+    """The largest |entry| of X (0 when it has no non-zero)."""
+    return float(_max_abs(X))
+
+
+def count_nonzero(X) -> int:
+    """The number of non-zero entries of X."""
+    return int(_count_nonzero(X))
+
+
+def scaled(X, c: float):
+    """c * X (X itself for c = 1)."""
+    return X if c == 1.0 else _times(X, c)
+
+
 def sample_weights(sample_weight, X):
     """Validated non-negative per-sample weights, or the scalar 1.0 when there are none (the traced
     bodies then multiply by a runtime scalar instead of reading an all-ones vector)."""
     if sample_weight is None:
         return 1.0
     sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    if not np.any(sw > 0):
+    if not max_abs(sw) > 0:  # non-negative: no weight is positive
         raise ValueError("sample_weight must contain at least one positive weight")
     return sw
+
+
+def total_weight(sw, n: int) -> float:
+    """The sum of the sample weights of n records (``sw`` as ``sample_weights`` gives it)."""
+    return n if np.isscalar(sw) else float(_total(sw))
+
+
+def weight_column(sw):
+    """Sample weights as an (n, 1) column for the traced bodies (the scalar 1.0 stays)."""
+    return sw if np.isscalar(sw) else np.reshape(sw, (-1, 1))
 
 
 # The solvers form products of up to four of X's entries (e.g. s'X'Xs with s = X'y), summed over
 # records; magnitudes within [2**-128, 2**128] keep them far from float64's under- and overflow.
 SAFE_MAGNITUDE = 2.0**128
-
-
-def max_abs(X) -> float:
-    """The largest |entry| of a float ndarray or CSR matrix (0 when it has none)."""
-    values = X.data if sp.issparse(X) else X
-    return float(max(values.max(), -values.min())) if values.size else 0.0
 
 
 def balancing_scale(magnitude: float) -> float:
@@ -79,7 +132,7 @@ def rescaled(X, reg: float) -> tuple:
     ``balancing_scale``): the problem on c * X with the penalty reg * c**2 has the coefficients
     of the problem on X divided by c."""
     c = balancing_scale(max(max_abs(X), math.sqrt(reg)))
-    return (X if c == 1.0 else X * c), c
+    return scaled(X, c), c
 
 
 def unscaled_coefficients(coef, c: float, estimator: str):
@@ -102,21 +155,51 @@ def _row_squares(X, sw):
     return fm.max(x2 * (sw > 0)), fm.sum(sw * x2)
 
 
-def weight_column(sw):
-    """Sample weights as an (n, 1) column for the traced bodies (the scalar 1.0 stays)."""
-    return sw if np.isscalar(sw) else np.reshape(sw, (-1, 1))
-
-
-def max_row_norm(X, sw) -> float:
-    """The largest Euclidean row norm among the records that carry weight (the initial trust
-    region of MLogReg and GLM; a record of weight 0 is as absent)."""
-    X, c = rescaled(X, 0.0)  # squares of tiny or huge entries would under-/overflow
-    return float(np.sqrt(_row_squares(X, weight_column(sw))[0])) / c
+def max_row_norm(X, sw, intercept: bool = False) -> float:
+    """The largest Euclidean row norm of X, with the intercept's ones column appended if
+    ``intercept``, among the records that carry weight (the initial trust region of MLogReg and
+    GLM; a record of weight 0 is as absent)."""
+    # squares of tiny or huge entries would under-/overflow: rescale X and the ones column
+    c = balancing_scale(max(max_abs(X), 1.0 if intercept else 0.0))
+    X = scaled(X, c)
+    largest = float(_row_squares(X, weight_column(sw))[0])
+    return math.sqrt(largest + c * c if intercept else largest) / c
 
 
 def weighted_square_sum(X, sw) -> float:
     """sum_i sw_i ||x_i||^2."""
     return float(_row_squares(X, weight_column(sw))[1])
+
+
+# -- the intercept: SystemDS appends a ones column to X; the traced bodies take its coefficient
+# separately instead of copying X (``coefficients`` splits it off, ``linear`` and ``transposed``
+# are the two products with [X, 1], ``joined`` assembles the latter's parts).
+
+
+def coefficients(w, d: int) -> tuple:
+    """(the coefficients of X's d columns, those of the ones column or None without one), from
+    coefficients w of [X, 1] (rows d + 1, or d without an intercept)."""
+    return (w, None) if len(w) == d else (w[:d], w[d])
+
+
+def linear(X, w, b):
+    """[X, 1] @ [w; b] in a traced body (``b`` None: X @ w)."""
+    return X @ w if b is None else X @ w + b
+
+
+def transposed(X, G, intercept: bool) -> tuple:
+    """[X, 1].T @ G in a traced body, as a tuple of parts for ``joined``: X.T @ G, and the ones
+    column's sum(G, axis=0) if ``intercept`` (over the same rows: cost_based fuses both into one
+    pass)."""
+    return (X.T @ G, fm.sum(G, axis=0)) if intercept else (X.T @ G,)
+
+
+def joined(parts):
+    """The array of ``transposed``'s parts: X.T @ G with the ones column's row appended."""
+    if len(parts) == 1:
+        return parts[0]
+    top, ones_row = parts
+    return np.concatenate([top, np.reshape(ones_row, (1, *top.shape[1:]))])
 
 
 def as_float_matrix(X):
@@ -139,11 +222,3 @@ def canonical_csr(X, drop_zeros: bool = False):
     if drop_zeros:
         X.eliminate_zeros()
     return X
-
-
-def append_ones(X):
-    """X with a column of ones appended last (SystemDS's intercept column)."""
-    ones = np.ones((X.shape[0], 1))
-    if sp.issparse(X):
-        return sp.csr_array(sp.hstack([X, ones], format="csr"))
-    return np.hstack([X, ones])

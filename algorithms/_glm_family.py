@@ -1,13 +1,14 @@
-"""The GLM family/link arithmetic of SystemDS's ``glm`` builtin, written once for numpy arrays and
-for fusedml expressions: ``xp`` is ``numpy`` (prediction) or ``fusedml`` (inside the traced bodies
-of each iteration, where the whole chain fuses with ``X @ beta``).
+"""The GLM family/link arithmetic of SystemDS's ``glm`` builtin, written against an array module
+``xp``: ``fusedml`` inside the traced bodies of fitting and prediction, where the whole chain fuses
+with ``X @ beta`` (``numpy`` computes the same on arrays).
 
 Power families (``dfam=1``: variance mu**var_power, link mu**link_power, link_power 0 = log) and the
 binomial (``dfam=2``, responses ``(yes, no)``) with power, logit, probit (the Abramowitz-Stegun
 7.1.26 normal CDF, as SystemDS), cloglog and cauchit links. ``dist`` gives the IRLS quantities
 g_Y = residual / (variance * link') and w = 1 / (variance * link'^2); ``log_lik`` the
 log-likelihood up to terms independent of the coefficients, as a sum and the counts of records
-outside the domain (any non-zero count makes it -inf). Responses ``ys`` are ``(y,)`` for power
+outside the domain (any non-zero count makes it -inf); ``saturated_eta`` the linear terms of the
+saturated model, from which the deviance is measured. Responses ``ys`` are ``(y,)`` for power
 families and ``(yes, no)`` for the binomial.
 """
 
@@ -205,49 +206,50 @@ def log_lik_value(total, bad_counts) -> float:
     return total
 
 
-def saturated_eta(Y, family, link, link_power):
-    """SystemDS's linear terms of the saturated model (None: out of range)."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # masked edge terms divide by zero
-        return _saturated_eta(Y, family, link, link_power)
-
-
-def _saturated_eta(Y, family, link, link_power):
+def saturated_eta(xp, ys, family, link, link_power):
+    """SystemDS's linear terms of the saturated model, and masks of the records whose responses
+    are outside this family and link's range (where any is non-zero, it has none)."""
     if family == BINOMIAL:
-        total = Y.sum(axis=1)
-        zero_n = (total == 0).astype(float)
-        y = Y[:, 0] / (total + zero_n) + (0.5 - Y[:, 0]) * zero_n
+        yes, no = ys
+        total = yes + no
+        zero_n = _float(total == 0)
+        y = yes / (total + zero_n) + (0.5 - yes) * zero_n
     else:
-        y = Y
+        (y,) = ys
     if family == POWER or link == POWER_LINK:
-        if link_power == 0:
-            if np.any(y < 0):
-                return None
-            z = (y == 0).astype(float)
-            return np.log(y + z) - z / (1.0 - z)
-        if family == POWER and link_power == 1.0:
-            return y
-        if family == POWER and link_power == -1.0:
-            return 1.0 / y
-        if family == POWER and link_power == 0.5:
-            return None if np.any(y < 0) else np.sqrt(y)
-        if link_power > 0:
-            if np.any(y < 0):
-                return None
-            z = (y == 0).astype(float)
-            return (y + z) ** link_power - z
-        return None if np.any(y <= 0) else y**link_power
-    zero, one = (y <= 0).astype(float), (y >= 1.0).astype(float)
+        return _saturated_power_eta(xp, y, family, link_power)
+    zero, one = _float(y <= 0), _float(y >= 1.0)
     y = y * (1.0 - zero) * (1.0 - one) + 0.5 * (zero + one)
     edge = one / (1.0 - one) - zero / (1.0 - zero)
     if link == LOGIT:
-        return np.log(y / (1.0 - y)) + edge
+        return xp.log(y / (1.0 - y)) + edge, []
     if link == PROBIT:
-        below = y + (1.0 - 2.0 * y) * (y > 0.5)
-        t = np.sqrt(-2.0 * np.log(below))
+        upper = _float(y > 0.5)
+        below = y + (1.0 - 2.0 * y) * upper
+        t = xp.sqrt(-2.0 * xp.log(below))
         approx = -t + (2.515517 + t * (0.802853 + t * 0.010328)) / (
             1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))
         )
-        return approx * (1.0 - 2.0 * (y > 0.5)) + edge
+        return approx * (1.0 - 2.0 * upper) + edge, []
     if link == CLOGLOG:
-        return np.log(-np.log(1.0 - y)) - np.log(-np.log(0.5)) * (zero + one) + edge
-    return np.tan((y - 0.5) * np.pi) + edge
+        return xp.log(-xp.log(1.0 - y)) - np.log(-np.log(0.5)) * (zero + one) + edge, []
+    # cauchit: tan((y - 0.5) * pi) + edge. fusedml has no tan, and the 0/1 responses GLM takes
+    # need none: each record is at an edge, where y is 0.5 by now and the term tan(0) = 0. Other
+    # responses are reported out of range rather than computed wrong.
+    return edge, [y != 0.5]
+
+
+def _saturated_power_eta(xp, y, family, link_power):
+    if link_power == 0:
+        z = _float(y == 0)
+        return xp.log(y + z) - z / (1.0 - z), [y < 0]
+    if family == POWER and link_power == 1.0:
+        return y, []
+    if family == POWER and link_power == -1.0:
+        return 1.0 / y, []
+    if family == POWER and link_power == 0.5:
+        return xp.sqrt(y), [y < 0]
+    if link_power > 0:
+        z = _float(y == 0)
+        return (y + z) ** link_power - z, [y < 0]
+    return y**link_power, [y <= 0]

@@ -14,12 +14,14 @@ import math
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     balancing_scale,
     canonical_csr,
+    count_nonzero,
+    in_fusion_mode,
     max_abs,
+    scaled,
 )
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -29,6 +31,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import fusedml as fm
 
 CG_TOL = 1e-9  # inner CG stops at ||r||^2 <= CG_TOL * ||gradient||^2
+EPS = np.finfo(np.float64).eps
+
+# X: the ratings (zeros missing), W the mask of rated entries (X != 0).
 
 
 @fm.jit
@@ -54,6 +59,40 @@ def _masked_times_u(W, U, S):
 @fm.jit
 def _squared_error(X, U, V):
     return 0.5 * fm.sum((X != 0) * (U @ V.T - X) ** 2)
+
+
+@fm.jit
+def _mask(X):
+    return X != 0
+
+
+@fm.jit
+def _rating_counts(X):
+    """The number of ratings per user and per item, as (m, 1) and (n, 1) columns."""
+    rated = X != 0
+    return fm.sum(rated, axis=1, keepdims=True), fm.sum(rated, axis=0, keepdims=True).T
+
+
+@fm.jit
+def _normal_equations(X, VV, V, lam, eye, weighted):
+    """Per user (row of X) the normal equations A u = b of its ratings' least-squares fit: A =
+    sum_j v_j v_j' + lam * w * I over the rated items j (flattened r x r: VV's rows are the
+    items' v v', ``eye`` is I), w the number of ratings if ``weighted``, else 1; b = sum_j
+    rating_j v_j."""
+    rated = X != 0
+    w = fm.sum(rated, axis=1, keepdims=True) if weighted else 1.0
+    return rated @ VV + lam * w * eye, X @ V
+
+
+@fm.jit
+def _errors(X, U, V):
+    """Predicted minus given ratings at the rated entries (CSR)."""
+    return (X != 0) * (U @ V.T) - X
+
+
+@fm.jit
+def _square_sum(E, c):
+    return fm.sum((E * c) ** 2)
 
 
 def _ratings_scale(X, reg: float) -> float:
@@ -99,31 +138,20 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
         return canonical_csr(X, drop_zeros=True)  # zeros are missing entries
 
+    @in_fusion_mode
     def fit(self, X, y=None, U0=None, V0=None):
         """Factorize the ratings X (zeros missing); ``U0`` (m x rank) and ``V0`` (n x rank)
         replace the random initial factors (e.g. to replay another implementation's run)."""
         self._check_params()
         X = self._ratings(X, reset=True)
-        m, n = X.shape
         # the problem on c * X with reg * c and factors sqrt(c) * (U, V) is the problem on X
         # with its loss times c**2; random factors are drawn at the rescaled ratings' magnitude
         c = _ratings_scale(X, float(self.reg))
-        X, lam, root = X if c == 1.0 else X * c, float(self.reg) * c, math.sqrt(c)
+        X, lam, root = scaled(X, c), float(self.reg) * c, math.sqrt(c)
         rng = check_random_state(self.random_state)
-        U = (
-            np.array(U0, dtype=np.float64) * root
-            if U0 is not None
-            else rng.uniform(-0.5, 0.5, (m, self.rank))
-        )
-        V = (
-            np.array(V0, dtype=np.float64) * root
-            if V0 is not None
-            else rng.uniform(-0.5, 0.5, (n, self.rank))
-        )
-        if U.shape != (m, self.rank) or V.shape != (n, self.rank):
-            raise ValueError(f"U0/V0 must be {(m, self.rank)} and {(n, self.rank)}")
-        with self._fusion_scope():
-            U, V, initial, curve, converged, self.n_iter_ = self._alternate(X, U, V, lam)
+        U = self._initial_factors("U0", U0, X.shape[0], rng, root)
+        V = self._initial_factors("V0", V0, X.shape[1], rng, root)
+        U, V, initial, curve, converged, self.n_iter_ = self._alternate(X, U, V, lam)
         self.user_factors_, self.item_factors_ = U / root, V / root
         with np.errstate(over="ignore"):  # the loss of huge ratings may exceed float64
             self.initial_loss_, self.loss_curve_ = initial / c / c, np.array(curve) / c / c
@@ -131,20 +159,26 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             warnings.warn(
                 f"ALSCG did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self
 
+    def _initial_factors(self, name, given, rows, rng, root):
+        """The ``given`` factors times ``root``, or random ones (``rows`` x rank)."""
+        if given is None:
+            return rng.uniform(-0.5, 0.5, (rows, self.rank))
+        F = np.array(given, dtype=np.float64)
+        if F.shape != (rows, self.rank):
+            raise ValueError(f"{name} must have shape {(rows, self.rank)}, got {F.shape}")
+        return F * root
+
     def _alternate(self, X, U, V, lam):
         """(U, V, initial loss, [loss after each iteration], converged, iterations)."""
-        m, n = X.shape
-        W = sp.csr_array((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-        if self.reg_type == "wL2":
-            row_w = np.diff(X.indptr).astype(np.float64)[:, None]
-            col_w = np.bincount(X.indices, minlength=n).astype(np.float64)[:, None]
-        else:
-            row_w, col_w = np.ones((m, 1)), np.ones((n, 1))
+        W = _mask(X)
+        row_w, col_w = _rating_counts(X) if self.reg_type == "wL2" else (1.0, 1.0)
 
+        # The dense factors' own algebra (the penalty, CG's updates) stays numpy's: as fused
+        # bodies it ran slower (fresh kernel outputs each step, where numpy reuses memory)
         def loss(U, V):
             penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
             return _squared_error(X, U, V) + 0.5 * lam * penalty
@@ -186,45 +220,42 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             inner += 1
         return F
 
+    @in_fusion_mode
     def transform(self, X):
         """User factors for the rows of X (ratings of the same items): each row's regularized
         least-squares fit with the item factors fixed (rows are independent of each other)."""
         check_is_fitted(self)
         X = self._ratings(X, reset=False)
         c = _ratings_scale(X, float(self.reg))  # as in fit: the factors scale by sqrt(c)
-        X = X if c == 1.0 else X * c
-        V, lam = self.item_factors_ * math.sqrt(c), float(self.reg) * c
-        U = np.zeros((X.shape[0], self.rank))
-        for i in range(X.shape[0]):
-            cols = X.indices[X.indptr[i] : X.indptr[i + 1]]
-            if not len(cols):
-                continue  # no ratings: the penalty alone, minimized at 0
-            Vi = V[cols]
-            weight = len(cols) if self.reg_type == "wL2" else 1.0
-            A = Vi.T @ Vi + lam * weight * np.eye(self.rank)
-            b = Vi.T @ X.data[X.indptr[i] : X.indptr[i + 1]]
-            U[i] = np.linalg.lstsq(A, b, rcond=None)[0]
-        return U / math.sqrt(c)
+        V, lam, r = self.item_factors_ * math.sqrt(c), float(self.reg) * c, self.rank
+        VV = np.reshape(V[:, :, None] * V[:, None, :], (len(V), r * r))  # per item: v v'
+        eye = np.reshape(np.eye(r), r * r)
+        A, b = _normal_equations(scaled(X, c), VV, V, lam, eye, self.reg_type == "wL2")
+        # numpy solves the m small systems A_i u_i = b_i (fusedml has no solver); the least-
+        # squares solution, as singular ones have when reg is 0; a row without ratings gets 0
+        inverse = np.linalg.pinv(np.reshape(A, (-1, r, r)), rcond=r * EPS, hermitian=True)
+        return np.einsum("ijk,ik->ij", inverse, b) / math.sqrt(c)
 
+    @in_fusion_mode
     def predict_ratings(self, X):
         """Predicted ratings at X's non-zeros (CSR, X's shape), for users given by their ratings
         in X. Not ``predict``: sklearn's ``predict`` gives one value per sample (row), and model
         selection, pipelines and sklearn's checks rely on that."""
         U = self.transform(X)
         X = self._ratings(X, reset=False)
-        with self._fusion_scope():
-            mask, users, items = fm.matrix(X) != 0, fm.matrix(U), fm.matrix(self.item_factors_)
-            return fm.evaluate(mask * (users @ items.T))
+        mask, users, items = fm.matrix(X) != 0, fm.matrix(U), fm.matrix(self.item_factors_)
+        return fm.evaluate(mask * (users @ items.T))
 
+    @in_fusion_mode
     def score(self, X, y=None):
         """Minus the root-mean-square error of the predicted ratings at X's non-zeros (users folded
         in from their own ratings): how well the item factors explain these users; higher is
         better, as sklearn's model selection expects."""
         U = self.transform(X)
         X = self._ratings(X, reset=False)
-        if X.nnz == 0:
+        count = count_nonzero(X)
+        if count == 0:
             raise ValueError("score needs at least one rating")
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        errors = np.sum(U[rows] * self.item_factors_[X.indices], axis=1) - X.data
+        errors = _errors(X, U, self.item_factors_)
         c = balancing_scale(max_abs(errors))  # their squares would under- or overflow
-        return -float(np.sqrt(np.mean((errors * c) ** 2))) / c
+        return -math.sqrt(float(_square_sum(errors, c)) / count) / c

@@ -15,16 +15,21 @@ import math
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from fusedml.algorithms import _glm_family as fam
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
-    append_ones,
     as_float_matrix,
+    coefficients,
+    in_fusion_mode,
+    joined,
+    linear,
     max_row_norm,
     rescaled,
     sample_weights,
+    total_weight,
+    transposed,
     unscaled_coefficients,
+    weight_column,
 )
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -44,10 +49,11 @@ LINKS = {  # name -> (SystemDS link type, link power)
 
 # ``spec`` = (family, var_power, link, link_power): static, one trace per family and link.
 # ``no`` is the binomial's second response column, None for power families.
-# ``sw``: the sample weights, or the scalar 1.0.
+# ``sw``: the sample weights, or the scalar 1.0. Coefficients of [X, 1] enter split (see
+# _base.coefficients): ``b`` and ``q`` are the intercept's (None without one).
 @fm.jit(static_argnames=("spec",))
-def _log_lik(X, beta, y, no, sw, spec):
-    total, bad = fam.log_lik(fm, X @ beta, _responses(y, no), *spec, sw=sw)
+def _log_lik(X, beta, b, y, no, sw, spec):
+    total, bad = fam.log_lik(fm, linear(X, beta, b), _responses(y, no), *spec, sw=sw)
     return total, *bad
 
 
@@ -58,20 +64,50 @@ def _log_lik_at(eta, y, no, sw, spec):
 
 
 @fm.jit(static_argnames=("spec",))
-def _gradient(X, beta, y, no, sw, spec):
-    g_y, _ = fam.dist(fm, X @ beta, _responses(y, no), *spec)
-    return X.T @ (sw * g_y)
+def _saturated_eta(y, no, spec):
+    """The saturated model's linear terms, then the numbers of records outside the range."""
+    family, _, link, link_power = spec
+    eta, bad = fam.saturated_eta(fm, _responses(y, no), family, link, link_power)
+    return eta, *[fm.sum(mask) for mask in bad]
 
 
 @fm.jit(static_argnames=("spec",))
-def _hessian_times(X, beta, y, no, sw, p, spec):
-    _, w = fam.dist(fm, X @ beta, _responses(y, no), *spec)
-    return X.T @ (sw * w * (X @ p))
+def _gradient(X, beta, b, y, no, sw, spec):
+    g_y, _ = fam.dist(fm, linear(X, beta, b), _responses(y, no), *spec)
+    return transposed(X, sw * g_y, b is not None)
+
+
+@fm.jit(static_argnames=("spec",))
+def _hessian_times(X, beta, b, y, no, sw, p, q, spec):
+    _, w = fam.dist(fm, linear(X, beta, b), _responses(y, no), *spec)
+    return transposed(X, sw * w * linear(X, p, q), b is not None)
 
 
 @fm.jit
 def _gram_times(X, sw, p):
     return X.T @ (sw * (X @ p))
+
+
+@fm.jit
+def _moments(X, sw):
+    """(the weighted column sums, the weighted sum of squares); ``sw``: (n, 1) or 1.0."""
+    return fm.sum(sw * X, axis=0), fm.sum(sw * (X * X))
+
+
+@fm.jit
+def _binomial_responses(y):
+    """The "no" column 1 - y, the number of responses other than 0 and 1, min(y) and max(y)."""
+    return 1.0 - y, fm.sum((y != 0) * (y != 1)), fm.min(y), fm.max(y)
+
+
+@fm.jit(static_argnames=("spec",))
+def _mean(X, coef, intercept, spec):
+    """The mean response at X (binomial: the probability of 1)."""
+    family, _, link, link_power = spec
+    eta = X @ coef + intercept
+    if family == fam.BINOMIAL:
+        return fam.binomial_probabilities(fm, eta, link, link_power)[0]
+    return fm.exp(eta) if link_power == 0 else eta ** (1.0 / link_power)
 
 
 def _responses(y, no):
@@ -138,15 +174,19 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             raise ValueError(f"link {self.link!r} needs the binomial family")
         return family, var_power, link, link_power
 
-    def _response(self, y, family):
-        if family == fam.BINOMIAL:
-            if not np.all((y == 0) | (y == 1)):
-                raise ValueError("the binomial family needs 0/1 responses (1 = yes)")
-            if y.min() == y.max():
-                raise ValueError("binomial responses must contain both 0 and 1")
-            return np.column_stack([y, 1.0 - y])
-        return y
+    @staticmethod
+    def _response_columns(y, family):
+        """(y, None) for power families; the binomial's (yes, no) from 0/1 responses."""
+        if family != fam.BINOMIAL:
+            return y, None
+        no, others, low, high = _binomial_responses(y)
+        if others:
+            raise ValueError("the binomial family needs 0/1 responses (1 = yes)")
+        if low == high:
+            raise ValueError("binomial responses must contain both 0 and 1")
+        return y, no
 
+    @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         spec = self._spec()
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
@@ -156,38 +196,36 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         X, c = rescaled(as_float_matrix(X), reg)
         lam = np.full(X.shape[1] + self.fit_intercept, reg * c * c)
         if self.fit_intercept:
-            X = append_ones(X)
             lam[-1] = 0.0
-        Y = self._response(y, spec[0])
-        with self._fusion_scope():
-            beta = self._fit(X, Y, sw, lam, spec)
+        y, no = self._response_columns(y, spec[0])
+        beta = self._fit(X, y, no, sw, lam, spec)
         d = self.n_features_in_
         self.coef_ = unscaled_coefficients(beta[:d], c, "GLM")
         self.intercept_ = float(beta[d]) if self.fit_intercept else 0.0
         return self
 
-    def _fit(self, X, Y, sw, lam, spec):
+    def _fit(self, X, y, no, sw, lam, spec):
+        """The coefficients of [X, 1] (of X without an intercept, ``lam`` one shorter)."""
         family, _, link, link_power = spec
-        D = X.shape[1]
+        D, d = len(lam), X.shape[1]
         max_cg = self.max_inner_iter or D
-        sat_eta = fam.saturated_eta(Y, family, link, link_power)
-        if sat_eta is None:
+        sat_eta, *out_of_range = _saturated_eta(y, no, spec)
+        if any(count > 0 for count in out_of_range):
             raise ValueError("responses are out of range for this family and link")
-        y, no = (Y, None) if family == fam.POWER else (Y[:, 0].copy(), Y[:, 1].copy())
         total, *bad = _log_lik_at(sat_eta, y, no, sw, spec)
         saturated = fam.log_lik_value(total, bad)
 
-        def evaluate(b):
-            total, *bad = _log_lik(X, b, y, no, sw, spec)
+        def evaluate(beta):
+            total, *bad = _log_lik(X, *coefficients(beta, d), y, no, sw, spec)
             ll = fam.log_lik_value(total, bad)
             if not np.isfinite(ll):
                 return -np.inf, np.nan
-            return ll - 0.5 * float(np.sum(lam * b**2)), 2.0 * (saturated - ll)
+            return ll - 0.5 * float(np.sum(lam * beta**2)), 2.0 * (saturated - ll)
 
-        row_norm = max_row_norm(X, sw)
+        row_norm = max_row_norm(X, sw, intercept=len(lam) > d)
         if row_norm == 0:
             return self._fit_null(D, evaluate)
-        beta = self._initial_beta(X, sw, family, link, link_power, max_cg)
+        beta = self._initial_beta(X, D, sw, family, link, link_power, max_cg)
         delta = 0.5 * math.sqrt(D) / row_norm
         return self._trust_region(X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg)
 
@@ -206,6 +244,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         return beta
 
     def _trust_region(self, X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg):
+        d = X.shape[1]
         new_beta = beta
         new_ll, new_dev = evaluate(new_beta)
         log_l, dev, log_l_defined = 0.0, 0.0, None
@@ -225,10 +264,11 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
                         accept = True
                 if accept:
                     beta, log_l, dev, log_l_defined = new_beta, new_ll, new_dev, new_defined
-                    g = -_gradient(X, beta, y, no, sw, spec)
+                    at = coefficients(beta, d)
+                    g = -joined(_gradient(X, *at, y, no, sw, spec))
 
-                    def hessian_times(p, beta=beta):
-                        return _hessian_times(X, beta, y, no, sw, p, spec)
+                    def hessian_times(p, at=at):
+                        return joined(_hessian_times(X, *at, y, no, sw, *coefficients(p, d), spec))
 
                 z, predicted, reached = self._steihaug(hessian_times, g, beta, lam, delta, max_cg)
                 new_beta = beta + z
@@ -255,7 +295,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             warnings.warn(
                 f"GLM did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         if np.isfinite(new_ll):
             self.deviance_ = new_dev
@@ -263,14 +303,14 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         self.deviance_ = dev
         return beta  # the last candidate is outside the domain: the last accepted point
 
-    def _initial_beta(self, X, sw, family, link, link_power, max_cg):
+    def _initial_beta(self, X, D, sw, family, link, link_power, max_cg):
         if (family == fam.POWER and link_power == 0) or (family == fam.BINOMIAL and link >= 2):
-            return np.zeros(X.shape[1])
+            return np.zeros(D)
         if link == fam.POWER_LINK:
             target = math.log(0.5) if link_power == 0 else 0.5**link_power
         else:
             target = 0.5
-        beta = np.zeros(X.shape[1])
+        beta = np.zeros(D)
         if self.fit_intercept:
             beta[-1] = target
             return beta
@@ -280,12 +320,8 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     def _straighten(X, sw, max_cg):
         """w with ||X @ w - 1|| small and mean(X @ w) = 1 (regularized least squares by CG; every
         sum over records weighted)."""
-        X2 = X.multiply(X) if sp.issparse(X) else X * X
-        if np.isscalar(sw):
-            n, col_sums, x2 = X.shape[0], np.asarray(X.sum(axis=0)).ravel(), float(X2.sum())
-        else:
-            n, col_sums = float(np.sum(sw)), np.asarray(X.T @ sw).ravel()
-            x2 = float(np.sum(X2.T @ sw))
+        col_sums, x2 = _moments(X, weight_column(sw))
+        n = total_weight(sw, X.shape[0])
         lam = 1e-6 * x2 / X.shape[1]
         r = -col_sums
         z = np.zeros(X.shape[1])
@@ -338,19 +374,12 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             p = -r + (rr / old) * p
         return z, 0.5 * float(z @ (r + g_reg)), False
 
-    def _eta(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
-
+    @in_fusion_mode
     def predict(self, X):
         """The mean response (binomial: the probability of 1)."""
-        family, _, link, link_power = self._spec()
-        eta = self._eta(X)
-        if family == fam.BINOMIAL:
-            with np.errstate(all="ignore"):
-                return fam.binomial_probabilities(np, eta, link, link_power)[0]
-        return np.exp(eta) if link_power == 0 else eta ** (1.0 / link_power)
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return _mean(as_float_matrix(X), self.coef_, self.intercept_, self._spec())
 
     def score(self, X, y, sample_weight=None):
         """D^2: the fraction of deviance explained (1 - deviance / null deviance)."""

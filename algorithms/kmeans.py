@@ -15,9 +15,12 @@ from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
     balancing_scale,
+    count_nonzero,
+    in_fusion_mode,
     max_abs,
     rescaled,
     sample_weights,
+    scaled,
     weight_column,
     weighted_square_sum,
 )
@@ -56,11 +59,27 @@ def _nearest(X, C):
     return fm.argmax(-D, axis=1), fm.min(D, axis=1)
 
 
+@fm.jit
+def _distances(X, C, c):
+    """The Euclidean distances of X's records to C's centers, divided by ``c``."""
+    D = fm.sum(X * X, axis=1, keepdims=True) - 2 * (X @ C.T) + fm.sum(C * C, axis=1)
+    return fm.sqrt(fm.maximum(D, 0.0)) / c
+
+
+@fm.jit
+def _inertia_terms(X, C, sw):
+    """sum_i sw_i ||x_i||^2 and sum_i sw_i min_j (||c_j||^2 - 2 x_i . c_j): one pass over X when
+    fused. ``sw``: an (n, 1) column or 1.0."""
+    D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
+    x2 = fm.sum(X * X, axis=1, keepdims=True)
+    return fm.sum(sw * x2), fm.sum(sw * fm.min(D, axis=1, keepdims=True))
+
+
 def _balanced(X, C):
     """(c * X, c * C, c) for the power of two c that keeps the squared distances of tiny or
     huge records from under- or overflowing (exact: every distance scales by c**2)."""
-    c = balancing_scale(max(max_abs(X), max_abs(C)))
-    return (X, C, c) if c == 1.0 else (X * c, C * c, c)
+    c = balancing_scale(max(max_abs(X), float(np.max(np.abs(C)))))
+    return scaled(X, c), C * c, c
 
 
 class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
@@ -94,39 +113,38 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         if n_samples < self.n_clusters:
             raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
 
+    @in_fusion_mode
     def fit(self, X, y=None, sample_weight=None):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
         self._check_params(X.shape[0])
         X = as_float_matrix(X)
         sw = sample_weights(sample_weight, X)
-        if not np.isscalar(sw) and np.count_nonzero(sw) < self.n_clusters:
+        if not np.isscalar(sw) and count_nonzero(sw) < self.n_clusters:
             raise ValueError(
                 f"n_clusters={self.n_clusters} needs at least as many samples of positive weight"
             )
         rng = check_random_state(self.random_state)
         sw_column = weight_column(sw)
         X, scale = rescaled(X, 0.0)  # the centroids found on scale * X, by scale
+        sum_x2 = weighted_square_sum(X, sw)
         results = []
-        with self._fusion_scope():
-            sum_x2 = weighted_square_sum(X, sw)
-            for run in range(self.n_init):
-                C = self._seed(X, sw, rng)
-                results.append(self._lloyd(X, sw_column, C, sum_x2, run))
+        for run in range(self.n_init):
+            C = self._seed(X, sw, rng)
+            results.append(self._lloyd(X, sw_column, C, sum_x2, run))
         converged = [r for r in results if r[0] == 1]
         if not converged:
             warnings.warn(
                 "no KMeans run converged within max_iter (or every run lost a centroid); "
                 "returning the run with the smallest WCSS",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             converged = [r for r in results if r[0] == 2] or results
         # runs that reach the same clustering differ in WCSS by rounding only (which depends on
         # the fusion plan's summation order): the first of those wins, so labels do not hinge on it
         best = min(r[1] for r in converged)
         _, wcss, C, n_iter = next(r for r in converged if r[1] <= best + 1e-9 * abs(best))
-        with self._fusion_scope():
-            labels, _ = _nearest(X, C)
+        labels, _ = _nearest(X, C)
         self.cluster_centers_, self.inertia_ = C / scale, wcss / scale / scale
         self.labels_, self.n_iter_ = labels, n_iter
         distinct = len(np.unique(C, axis=0))
@@ -135,7 +153,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 f"Number of distinct clusters ({distinct}) found smaller than "
                 f"n_clusters ({self.n_clusters}). Possibly due to duplicate points in X.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return self
 
@@ -185,30 +203,27 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
             C = sums / counts[:, None]
         raise AssertionError("unreachable")
 
-    def predict(self, X):
+    def _balanced_data(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        X, C, _ = _balanced(as_float_matrix(X), self.cluster_centers_)
-        with self._fusion_scope():
-            labels, _ = _nearest(X, C)
+        return _balanced(as_float_matrix(X), self.cluster_centers_)
+
+    @in_fusion_mode
+    def predict(self, X):
+        X, C, _ = self._balanced_data(X)
+        labels, _ = _nearest(X, C)
         return labels
 
+    @in_fusion_mode
     def transform(self, X):
         """Euclidean distances to every cluster center."""
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        X, C, c = _balanced(as_float_matrix(X), self.cluster_centers_)
-        x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
-        D = x2[:, None] - 2 * np.asarray(X @ C.T) + np.sum(C * C, axis=1)
-        return np.sqrt(np.maximum(D, 0.0)) / c
+        X, C, c = self._balanced_data(X)
+        return _distances(X, C, c)
 
+    @in_fusion_mode
     def score(self, X, y=None, sample_weight=None):
         """Minus the (weighted) sum of squared distances of X's records to their nearest center."""
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X, C, c = self._balanced_data(X)
         sw = sample_weights(sample_weight, X)
-        X, C, c = _balanced(as_float_matrix(X), self.cluster_centers_)
-        with self._fusion_scope():
-            _, nearest = _nearest(X, C)
-            x2 = weighted_square_sum(X, sw)
-        return -(x2 + float(np.sum(sw * np.ravel(nearest)))) / c / c
+        x2, nearest = _inertia_terms(X, C, weight_column(sw))
+        return -(x2 + nearest) / c / c

@@ -16,10 +16,14 @@ import warnings
 import numpy as np
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
-    append_ones,
     as_float_matrix,
+    coefficients,
+    in_fusion_mode,
+    joined,
+    linear,
     rescaled,
     sample_weights,
+    transposed,
     unscaled_coefficients,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -29,10 +33,26 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import fusedml as fm
 
+# The coefficients w of [X, 1] enter the traced bodies split (see _base.coefficients): ``b`` is the
+# intercept's coefficient (None without one), ``intercept`` whether [X, 1].T products have its row.
+
 
 @fm.jit
-def _direction(X, s):
-    return X @ s
+def _labels(codes, positive):
+    """Y (+1 for the records of class index ``positive``, else -1) and X @ w at w = 0."""
+    hit = codes == positive
+    return 2.0 * hit - 1.0, 0.0 * hit
+
+
+@fm.jit
+def _start(X, Y, sw, intercept):
+    """The first direction, [X, 1].T @ (sw * Y), in parts."""
+    return transposed(X, sw * Y, intercept)
+
+
+@fm.jit
+def _direction(X, s, b):
+    return linear(X, s, b)
 
 
 @fm.jit
@@ -47,15 +67,28 @@ def _line_search_terms(Y, sw, Xw, Xd, step, wd, dd):
 
 
 @fm.jit
-def _update(X, Y, sw, Xw, Xd, w, s, step, lam):
-    """``lam``: each weight's penalty."""
-    w = w + step * s
+def _update(X, Y, sw, Xw, Xd, step, intercept):
+    """X @ w after the step, the objective's data term 1/2 sum(sw * hinge**2) and minus its
+    gradient, [X, 1].T @ (sw * hinge * Y), in parts."""
     Xw = Xw + step * Xd
     out = 1 - Y * Xw
     out = (out > 0) * out
-    obj = 0.5 * fm.sum(sw * out * out) + 0.5 * fm.sum(lam * w * w)
-    grad = X.T @ (sw * out * Y) - lam * w
-    return w, Xw, obj, grad
+    return Xw, 0.5 * fm.sum(sw * out * out), *transposed(X, sw * out * Y, intercept)
+
+
+@fm.jit
+def _scores(X, W, b):
+    """One column per one-vs-rest problem; binary: 1-D."""
+    S = X @ W + b
+    return S[:, 0] if W.shape[1] == 1 else S
+
+
+@fm.jit
+def _class_indices(X, W, b):
+    """Indices into classes_: the largest score; binary: 1 where the score is positive (the
+    larger of -score and score; at a tie, 0, the first)."""
+    S = X @ W + b
+    return fm.argmax(fm.hstack([-S, S]) if W.shape[1] == 1 else S, axis=1)
 
 
 def _squared_norm_ratio(a, b) -> float:
@@ -89,12 +122,13 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.fusion = fusion
         self.verbose = verbose
 
+    @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 1}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         sw = sample_weights(sample_weight, X)
         check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"L2SVM needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
@@ -103,39 +137,38 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         X, c = rescaled(as_float_matrix(X), reg)
         lam = np.full(X.shape[1] + self.fit_intercept, reg * c * c)
         if self.fit_intercept:
-            X = append_ones(X)
-            lam[-1] = reg
-        columns = [self.classes_[1:]] if len(self.classes_) == 2 else self.classes_
-        weights, iters = [], []
-        with self._fusion_scope():
-            for positive in columns:
-                Y = np.where(y == positive, 1.0, -1.0)
-                w, n_iter = self._fit_binary(X, Y, sw, lam)
-                weights.append(w)
-                iters.append(n_iter)
-        W = np.array(weights)  # (classes or 1, features [+ 1])
+            lam[-1] = reg  # the ones column is not rescaled
+        fits = []  # (w, iterations) per one-vs-rest problem; binary: classes_[1] against [0]
+        for positive in [1] if len(self.classes_) == 2 else range(len(self.classes_)):
+            fits.append(self._fit_binary(X, *_labels(codes, positive), sw, lam))
+        W = np.array([w for w, _ in fits])  # (classes or 1, features [+ 1])
         d = self.n_features_in_
         self.coef_ = unscaled_coefficients(W[:, :d], c, "L2SVM")
         self.intercept_ = W[:, d] if self.fit_intercept else np.zeros(len(W))
-        self.n_iter_ = max(iters)
+        self.n_iter_ = max(n_iter for _, n_iter in fits)
         return self
 
-    def _fit_binary(self, X, Y, sw, lam):
+    def _fit_binary(self, X, Y, Xw, sw, lam):
+        """(w, iterations) for the labels Y (+-1) from w = 0, where X @ w is ``Xw``."""
         tol = float(self.tol)
-        w = np.zeros(X.shape[1])
-        g_old = np.asarray(X.T @ (sw * Y)).ravel()
+        n_features = X.shape[1]
+        intercept = len(lam) > n_features
+        w = np.zeros(len(lam))
+        g_old = joined(_start(X, Y, sw, intercept))
         s = g_old.copy()
-        Xw = np.zeros(X.shape[0])
         if not np.any(s):
             return w, 0  # the gradient vanishes at w = 0: the minimizer
         for it in range(1, self.max_iter + 1):
             # the line search runs along s scaled by a power of two (exact) to a largest entry
             # in [0.5, 1): its curvature terms (s's squares) neither under- nor overflow
             d = np.ldexp(s, -math.frexp(float(np.max(np.abs(s))))[1])
-            Xd = _direction(X, d)
+            Xd = _direction(X, *coefficients(d, n_features))
             wd, dd = float(w @ (lam * d)), float(d @ (lam * d))
             step, inner = self._line_search(Y, sw, Xw, Xd, wd, dd, tol)
-            w, Xw, obj, g_new = _update(X, Y, sw, Xw, Xd, w, d, step, lam)
+            Xw, loss, *parts = _update(X, Y, sw, Xw, Xd, step, intercept)
+            w = w + step * d
+            obj = loss + 0.5 * float(np.sum(lam * w * w))
+            g_new = joined(parts) - lam * w
             self._log(f"iter {it}: {inner} line-search steps, objective {obj:.10g}")
             if not step * float(d @ g_old) >= tol * obj:
                 return w, it
@@ -147,7 +180,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"L2SVM did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return w, self.max_iter
 
@@ -164,14 +197,15 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
                 break
         return step, inner
 
-    def decision_function(self, X):
+    @in_fusion_mode
+    def _predictions(self, body, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = np.asarray(X @ self.coef_.T) + self.intercept_
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        return body(as_float_matrix(X), self.coef_.T, self.intercept_)
+
+    def decision_function(self, X):
+        return self._predictions(_scores, X)
 
     def predict(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        indices = self._predictions(_class_indices, X)
+        return self.classes_[indices]

@@ -16,17 +16,21 @@ import warnings
 import numpy as np
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
-    append_ones,
     as_float_matrix,
+    coefficients,
+    in_fusion_mode,
+    joined,
+    linear,
     max_row_norm,
     rescaled,
     sample_weights,
+    total_weight,
+    transposed,
     unscaled_coefficients,
     weight_column,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -37,18 +41,29 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
 
 
-# ``sw``: the sample weights as an (n, 1) column, or the scalar 1.0
+# ``sw``: the sample weights as an (n, 1) column, or the scalar 1.0. Coefficients of [X, 1]
+# enter split (see _base.coefficients): ``b``, ``v`` are the intercept's row (None without one).
 @fm.jit
-def _hessian_times(X, P, V, sw):
-    Q = P * (X @ V)
-    return X.T @ (sw * (Q - P * fm.sum(Q, axis=1, keepdims=True)))
+def _targets(codes, classes):
+    """The one-hot targets of the K non-baseline classes and of the baseline (K), and the
+    probabilities at B = 0 (uniform). ``codes``: each record's class index, an (n, 1) column;
+    ``classes``: 0, ..., K - 1."""
+    K = classes.shape[0]
+    Yk = codes == classes
+    return Yk, codes == K, 0.0 * Yk + 1.0 / (K + 1)
 
 
 @fm.jit
-def _probabilities(X, Yk, yb, B, sw):
+def _hessian_times(X, P, V, v, sw):
+    Q = P * linear(X, V, v)
+    return transposed(X, sw * (Q - P * fm.sum(Q, axis=1, keepdims=True)), v is not None)
+
+
+@fm.jit
+def _probabilities(X, Yk, yb, B, b, sw):
     """P of the K non-baseline classes and -sum(Y * LT) + sum(log(rowSums(exp(LT)))), each
     record's terms weighted."""
-    XB = X @ B
+    XB = linear(X, B, b)
     top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)  # the baseline's LT is 0
     E = fm.exp(XB - top)
     total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
@@ -57,8 +72,22 @@ def _probabilities(X, Yk, yb, B, sw):
 
 
 @fm.jit
-def _gradient(X, P, Yk, sw):
-    return X.T @ (sw * (P - Yk))
+def _gradient(X, P, Yk, sw, intercept):
+    return transposed(X, sw * (P - Yk), intercept)
+
+
+@fm.jit(static_argnames=("output",))
+def _predict(X, W, b, output):
+    """``output`` of the scores X @ W + b: "labels" (class indices), "decision", "proba" or
+    "log_proba" (softmax, as sklearn's)."""
+    S = X @ W + b
+    if output == "labels":
+        return fm.argmax(S, axis=1)
+    if output == "decision":
+        return S[:, 1] - S[:, 0] if W.shape[1] == 2 else S
+    E = fm.exp(S - fm.max(S, axis=1, keepdims=True))
+    P = E / fm.sum(E, axis=1, keepdims=True)
+    return fm.log(P) if output == "log_proba" else P
 
 
 class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -83,11 +112,11 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.fusion = fusion
         self.verbose = verbose
 
+    @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        sw = sample_weights(sample_weight, X)
-        sw = weight_column(sw)
+        sw = weight_column(sample_weights(sample_weight, X))
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -98,33 +127,31 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         X, c = rescaled(as_float_matrix(X), reg)
         lam = np.full((X.shape[1] + self.fit_intercept, 1), reg * c * c)
         if self.fit_intercept:
-            X = append_ones(X)
             lam[-1] = 0.0
-        Y = np.zeros((X.shape[0], len(self.classes_)))
-        Y[np.arange(X.shape[0]), codes] = 1.0
-        with self._fusion_scope():
-            B = self._newton(X, Y, sw, lam)
+        classes = np.arange(len(self.classes_) - 1, dtype=np.float64)
+        Yk, yb, P = _targets(np.reshape(codes, (-1, 1)), classes)
+        B = self._newton(X, Yk, yb, P, sw, lam)
         d = self.n_features_in_
         coef = np.vstack([B.T, np.zeros((1, B.shape[0]))])  # the baseline class: zeros
         self.coef_ = unscaled_coefficients(coef[:, :d], c, "MLogReg")
         self.intercept_ = coef[:, d] if self.fit_intercept else np.zeros(len(coef))
         return self
 
-    def _newton(self, X, Y, sw, lam):
-        n, D = X.shape
-        K = Y.shape[1] - 1
-        Yk, yb = Y[:, :K], Y[:, K:]
+    def _newton(self, X, Yk, yb, P, sw, lam):
+        """B of [X, 1] from B = 0, where the probabilities are ``P``."""
+        n, d = X.shape
+        D, K = len(lam), Yk.shape[1]
+        intercept = len(lam) > d
         B = np.zeros((D, K))
-        P = np.full((n, K), 1.0 / (K + 1))
-        obj = (n if np.isscalar(sw) else float(np.sum(sw))) * math.log(K + 1)
-        grad = _gradient(X, P, Yk, sw) + lam * B
+        obj = total_weight(sw, n) * math.log(K + 1)
+        grad = joined(_gradient(X, P, Yk, sw, intercept)) + lam * B
         norm_grad = norm_grad0 = float(np.sqrt(np.sum(grad**2)))
         max_inner = self.max_inner_iter or D * K
         self._log(f"initial objective {obj:.10g}, gradient norm {norm_grad:.10g}")
         # <=: a zero gradient (e.g. all-zero X) is converged even at tol = 0; it leaves no
         # direction to search (and X no row norm to size the trust region by)
         it, converged = 1, norm_grad <= self.tol
-        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw) if not converged else 0.0
+        delta = 0.5 * math.sqrt(D) / max_row_norm(X, sw, intercept) if not converged else 0.0
         while not converged and it <= self.max_iter:
             S, R, boundary = self._trust_region_step(
                 X, P, sw, lam, grad, norm_grad, delta, max_inner
@@ -132,7 +159,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             gs = float(np.sum(S * grad))
             qk = -0.5 * (gs - float(np.sum(S * R)))
             B_new = B + S
-            P_new, loss = _probabilities(X, Yk, yb, B_new, sw)
+            P_new, loss = _probabilities(X, Yk, yb, *coefficients(B_new, d), sw)
             obj_new = loss + 0.5 * float(np.sum(lam * B_new**2))
             actred = obj - obj_new
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -152,7 +179,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
                 delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
             if rho > ETA0:
                 B, P, obj = B_new, P_new, obj_new
-                grad = _gradient(X, P, Yk, sw) + lam * B
+                grad = joined(_gradient(X, P, Yk, sw, intercept)) + lam * B
                 norm_grad = float(np.sqrt(np.sum(grad**2)))
             self._log(f"iter {it}: objective {obj:.10g}, gradient norm {norm_grad:.10g}")
             it += 1
@@ -163,7 +190,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"MLogReg did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return B
 
@@ -177,7 +204,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         norm_r2 = float(np.sum(R**2))
         inner, done, boundary = 1, math.sqrt(norm_r2) <= PSI * norm_grad, False
         while not done:
-            HV = _hessian_times(X, P, V, sw) + lam * V
+            HV = joined(_hessian_times(X, P, *coefficients(V, X.shape[1]), sw)) + lam * V
             vhv = float(np.sum(V * HV))
             # no curvature along V (no penalty, saturated probabilities): the model is linear
             # along it and its minimizer lies on the boundary
@@ -204,23 +231,23 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             done = done or inner > max_inner
         return S, R, boundary
 
-    def _scores(self, X):
+    @in_fusion_mode
+    def _predictions(self, X, output):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return np.asarray(X @ self.coef_.T) + self.intercept_
+        return _predict(as_float_matrix(X), self.coef_.T, self.intercept_, output)
 
     def decision_function(self, X):
         """Per-class scores (log-probabilities up to a per-row constant); binary: the log-odds of
         ``classes_[1]``."""
-        scores = self._scores(X)
-        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+        return self._predictions(X, "decision")
 
     def predict_proba(self, X):
-        return softmax(self._scores(X))
+        return self._predictions(X, "proba")
 
     def predict_log_proba(self, X):
-        return np.log(self.predict_proba(X))
+        return self._predictions(X, "log_proba")
 
     def predict(self, X):
-        scores = self._scores(X)
-        return self.classes_[np.argmax(scores, axis=1)]
+        indices = self._predictions(X, "labels")
+        return self.classes_[indices]

@@ -1,0 +1,76 @@
+"""The estimators' shared helpers against numpy: the intercept's products with [X, 1] (X never
+copied), and the one-pass reductions over X, dense and CSR."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from fusedml.algorithms._base import (
+    coefficients,
+    count_nonzero,
+    joined,
+    linear,
+    max_abs,
+    max_row_norm,
+    scaled,
+    total_weight,
+    transposed,
+)
+
+import fusedml as fm
+
+RNG = np.random.default_rng(5)
+X0 = np.where(RNG.random((40, 3)) < 0.5, RNG.standard_normal((40, 3)), 0.0)
+FORMATS = {"dense": lambda X: X, "csr": sp.csr_array}
+
+
+@fm.jit
+def _products(X, w, b, G, intercept):
+    return linear(X, w, b), *transposed(X, G, intercept)
+
+
+def _with_ones(X):
+    return np.hstack([X, np.ones((len(X), 1))])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("columns", [None, 2])
+def test_intercept_products_are_those_of_the_appended_ones_column(columns, intercept, fmt):
+    D = 3 + intercept
+    w = RNG.standard_normal(D if columns is None else (D, columns))
+    G = RNG.standard_normal(40 if columns is None else (40, columns))
+    Xd = _with_ones(X0) if intercept else X0
+    assert coefficients(w, 3)[1] is None or intercept
+    product, *parts = _products(FORMATS[fmt](X0), *coefficients(w, 3), G, intercept)
+    np.testing.assert_allclose(product, Xd @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(joined(parts), Xd.T @ G, rtol=1e-12, atol=1e-12)
+    assert joined(parts).shape == w.shape
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_reductions_equal_numpy(fmt):
+    X = FORMATS[fmt](X0 * -3.0)
+    assert max_abs(X) == np.max(np.abs(X0 * 3.0))
+    assert count_nonzero(X) == np.count_nonzero(X0)
+    assert max_abs(FORMATS[fmt](np.zeros((4, 2)))) == 0.0
+    np.testing.assert_array_equal(np.asarray(sp.csr_array(scaled(X, 0.5)).todense()), X0 * -1.5)
+    assert scaled(X, 1.0) is X
+    sw = RNG.random(40)
+    assert total_weight(sw, 40) == pytest.approx(np.sum(sw), rel=1e-14)
+    assert total_weight(1.0, 40) == 40
+
+
+def _norm(row):
+    """||row||, scaled so that the squares neither under- nor overflow."""
+    m = np.max(np.abs(row))
+    return m * np.sqrt(np.sum((row / m) ** 2)) if m else 0.0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("scale", [1.0, 1e-300, 1e300])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_max_row_norm_is_over_the_rows_with_weight(intercept, scale, fmt):
+    sw = np.where(np.arange(40) % 3 == 0, 0.0, 2.0)
+    rows = (_with_ones(X0 * scale) if intercept else X0 * scale)[sw > 0]
+    got = max_row_norm(FORMATS[fmt](X0 * scale), sw, intercept)
+    assert got == pytest.approx(max(_norm(r) for r in rows), rel=1e-14)
