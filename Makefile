@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install install-bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)
+
+# the benchmark extra (asv, numexpr) for asv_benches/
+install-bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 
 demo: $(STAMP)
 	$(BIN)/fusedml demo
