@@ -19,11 +19,11 @@ from fusedml.codegen.outer import outer_factors
 from fusedml.codegen.row import whole_matrices
 from fusedml.codegen.skeletons import skeleton
 from fusedml.codegen.source import Kernel
-from fusedml.cplan.cplan import CPlan
+from fusedml.cplan.cplan import CPlan, cell_values, iterated_rows
 from fusedml.cplan.kinds import OutputKind
 from fusedml.fusion.templates import TemplateType, outer_product
 from fusedml.ir.node import Node
-from fusedml.ir.ops import AGGREGATE, Op
+from fusedml.ir.ops import Op
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,9 +136,12 @@ def kernel_spec(cplan: CPlan) -> KernelSpec:
         not p.scalar and p.node not in others and p.node.meta.rows == rows for p in params
     )
     key: tuple = (cplan.key, _signature(params), sparse)
+    # the skeletons index every input by the main input's rows (Row) or cells: never run a kernel
+    # whose main input does not span them
     if template is TemplateType.ROW:  # scratch vectors are sized from the column counts
         key += (tuple(n.shape[1] if not n.meta.is_scalar else -1 for n in cplan.body.nodes),)
-    else:
-        scan = next(r.inputs[0] if r.op in AGGREGATE else r for r in cplan.body.roots).shape
-        assert template is TemplateType.OUTER or scan == main.node.shape, "cells scan the main"
+        if any(iterated_rows(r) != rows for r in cplan.body.roots):
+            raise ValueError("row operator whose main input does not have its rows")
+    elif cell_values(cplan.body.roots[0], template).shape != main.node.shape:
+        raise ValueError(f"{template.label} operator whose main input is not its cells' shape")
     return KernelSpec(cplan, params, sparse, aligned, key)

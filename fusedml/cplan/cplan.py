@@ -75,7 +75,7 @@ class CPlan:
         return (self.template, self.outputs, tuple(map(shape_free, self.body.nodes)), roots)
 
 
-def _cell_values(root: Node, template: TemplateType) -> Node:
+def cell_values(root: Node, template: TemplateType) -> Node:
     """The per-cell value an operator aggregates or multiplies out (its skeleton does the rest)."""
     if root.op in AGGREGATE:
         return root.inputs[0]
@@ -119,7 +119,7 @@ def zero_where_zero(node: Node, main: Node, _memo: dict | None = None) -> bool:
     return result
 
 
-def _iterated_rows(root: Node) -> int:
+def iterated_rows(root: Node) -> int:
     if column_aggregation(root):
         return root.inputs[1].meta.rows  # X.T @ Y runs over the rows of X and Y
     if root.op in AGGREGATE and root.attr("axis") in (None, 0):
@@ -136,14 +136,15 @@ def _main_input(op: Candidate) -> Node:
         factors = {n.inputs[0] for n in op.nodes if outer_product(n)}
         matrices = [m for m in matrices if m not in factors] or matrices
     if op.type is TemplateType.ROW:  # the widest input over the rows the operator iterates
-        rows = _iterated_rows(op.roots[0])
+        rows = iterated_rows(op.roots[0])
         candidates = [i for i in matrices if i.meta.rows == rows] or matrices
         return max(candidates, key=lambda i: i.meta.cols)
-    # cells: an input of the shape the operator scans (one always exists, as every elementwise
-    # node has an input of its own shape; with zero rows, sizes alone do not tell), the largest,
-    # ties to the sparsest
-    scans = {(r.inputs[0] if r.op in AGGREGATE else r).shape for r in op.roots}
-    matrices = [i for i in matrices if i.shape in scans] or matrices
+    if op.type in (TemplateType.CELL, TemplateType.MAGG):
+        # an input of the shape the cells scan (one always exists, as every elementwise node has
+        # an input of its own shape; with zero rows, sizes alone do not tell)
+        scans = {(r.inputs[0] if r.op in AGGREGATE else r).shape for r in op.roots}
+        matrices = [i for i in matrices if i.shape in scans] or matrices
+    # the largest input; ties go to the sparsest
     return min(matrices, key=lambda i: (-i.meta.cells, i.meta.nnz))
 
 
@@ -165,7 +166,7 @@ def construct(op: Candidate) -> CPlan:
     body = rewrite(Dag(mapped[r] for r in op.roots), CLEANUP)
     aggregations = tuple(r.op.value if r.op in AGGREGATE else None for r in op.roots)
     outputs = tuple(output_kind(r, op.type) for r in op.roots)
-    bodies = [_cell_values(r, op.type) for r in body.roots]
+    bodies = [cell_values(r, op.type) for r in body.roots]
     driver = placeholders[main]
     sparse_safe = drives_sparse(main) and all(zero_where_zero(b, driver) for b in bodies)
     inputs = (main, *sides)
