@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fusedml.codegen import operands
-from fusedml.codegen.operands import Operand, Param
+from fusedml.codegen.operands import Param, ScatteredRowOperand
 from fusedml.formats import Format
 
 
@@ -90,11 +90,10 @@ class EllFormat(Format):
         return [value.vals]
 
 
-class EllOperand(Operand):
+class EllOperand(ScatteredRowOperand):
     """Cell reads scatter the row into a buffer; non-zero iteration walks the row's slots until
     the first unused one. A flat entry position p = row * width + slot."""
 
-    iterates_nonzeros = True
     signed_rows = True  # row * width with an int64 width
 
     def args(self, p: Param) -> list[str]:
@@ -102,20 +101,6 @@ class EllOperand(Operand):
 
     def marshal(self, p: Param, value: Ell) -> list:
         return [value.cols, value.vals, value.width]
-
-    def buffers(self, p: Param, cols: str) -> list[str]:
-        return [f"{p.name}_buf = np.zeros({'1' if p.node.meta.cols == 1 else cols})"]
-
-    def load_row(self, p: Param, i: str) -> list[str]:
-        n, row = p.name, p.row(i)
-        return [
-            f"{n}_buf[:] = 0.0",
-            *self.nonzeros(p, row, f"{n}_j", f"{n}_v", f"{n}_p"),
-            f"    {n}_buf[{n}_j] = {n}_v",
-        ]
-
-    def cell(self, p: Param, i: str, j: str) -> str:
-        return f"{p.name}_buf[{p.col(j)}]"
 
     def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
         n = p.name

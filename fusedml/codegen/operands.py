@@ -10,7 +10,8 @@ A skeleton never asks which format an input has; it asks the input's operand (Sy
   the column, the value and the entry's position, ``stored``: how many entries there are, and
   ``entry_result``: a result with one value per stored entry, in the driver's structure.
 
-Each format registers one operand (``register``); an input read whole (the ``B`` of ``X @ B``, the
+``ScatteredRowOperand`` gives a format with a ``nonzeros`` loop its buffered cell reads. Each
+format registers one operand (``register``); an input read whole (the ``B`` of ``X @ B``, the
 factors of ``U @ V.T``) is passed as a dense array whatever its format.
 """
 
@@ -129,13 +130,33 @@ class DenseOperand(Operand):
         return f"{p.name}.shape[1]"
 
 
-class CsrOperand(Operand):
+class ScatteredRowOperand(Operand):
+    """A format that stores rows' entries: cell reads scatter the row's entries (its ``nonzeros``
+    loop) into a zeroed per-chunk buffer, then index it."""
+
+    iterates_nonzeros = True
+
+    def buffers(self, p: Param, cols: str) -> list[str]:
+        return [f"{p.name}_buf = np.zeros({'1' if p.node.meta.cols == 1 else cols})"]
+
+    def load_row(self, p: Param, i: str) -> list[str]:
+        n = p.name
+        return [
+            f"{n}_buf[:] = 0.0",
+            *self.nonzeros(p, p.row(i), f"{n}_j", f"{n}_v", f"{n}_p"),
+            f"    {n}_buf[{n}_j] = {n}_v",
+        ]
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        return f"{p.name}_buf[{p.col(j)}]"
+
+
+class CsrOperand(ScatteredRowOperand):
     """Canonical CSR: ``data``, ``indices``, ``indptr``. Cell reads scatter the row into a zeroed
     buffer; non-zero iteration walks the row's entries. Unsigned positions and column indices
     (``np.uint64(indices[p])``) let LLVM drop numba's negative-index wrap-around: a sparse dot
     product ran 2.7x faster."""
 
-    iterates_nonzeros = True
     signed_rows = True  # indptr[i + 1]
     helpers = """\
 @numba.njit(inline="always")
@@ -151,15 +172,9 @@ def _fill_row(buf, data, indices, indptr, row):
     def marshal(self, p: Param, value: Any) -> list[Any]:
         return [value.data, value.indices, value.indptr]
 
-    def buffers(self, p: Param, cols: str) -> list[str]:
-        return [f"{p.name}_buf = np.zeros({'1' if p.node.meta.cols == 1 else cols})"]
-
     def load_row(self, p: Param, i: str) -> list[str]:
-        n = p.name
+        n = p.name  # one helper call instead of the generic loop: shorter kernel source
         return [f"_fill_row({n}_buf, {n}_data, {n}_indices, {n}_indptr, {p.row(i)})"]
-
-    def cell(self, p: Param, i: str, j: str) -> str:
-        return f"{p.name}_buf[{p.col(j)}]"
 
     def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
         n = p.name
