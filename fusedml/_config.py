@@ -9,6 +9,7 @@ The defaults come from environment variables once, at import time:
 |                     |           | memo tables; 4 + each generated kernel's source          |
 | FUSEDML_CACHE_DIR   | cache_dir | generated kernels and calibration are kept here          |
 | FUSEDML_CODEGEN     | codegen   | 0: fused operators run through the reference interpreter |
+| FUSEDML_COMPILE     | compile   | when kernels compile (see COMPILE_MODES)                 |
 
 A context variable (not a global) holds the current config, so threads and asyncio tasks each see
 their own scope and estimators stay picklable.
@@ -26,6 +27,10 @@ from typing import Any
 # cost_based = Gen.
 FUSION_MODES = ("none", "hand", "fuse_all", "fuse_no_redundancy", "cost_based")
 DEFAULT_FUSION = "cost_based"
+# background: a worker process compiles a kernel while its operator runs through the reference
+# interpreter; eager: compile in this process at the first call; off: only kernels already in
+# the disk cache run (fusedml.codegen.compiler)
+COMPILE_MODES = ("background", "eager", "off")
 
 
 def check_fusion_mode(mode: object) -> str:
@@ -62,6 +67,7 @@ class Config:
     debug: int = 0
     cache_dir: str = ""
     codegen: bool = True  # run fused operators as generated kernels (False: reference only)
+    compile: str = "background"  # one of COMPILE_MODES
     # where plans run: None = this process (fusedml.runtime.backend.LocalBackend); any object
     # with that class's methods (Dask's backend, a test's row-block backend)
     backend: Any = None
@@ -82,6 +88,11 @@ class Config:
         check_fusion_mode(self.fusion)
         if not isinstance(self.debug, int) or self.debug < 0:
             raise ValueError(f"debug must be a non-negative int, got {self.debug!r}")
+        if self.compile not in COMPILE_MODES:
+            raise ValueError(
+                f"unknown compile mode {self.compile!r}; expected one of "
+                f"{', '.join(map(repr, COMPILE_MODES))}"
+            )
         if self.backend is not None and not callable(getattr(self.backend, "run_fused", None)):
             raise ValueError(f"backend must be a fusedml backend, got {self.backend!r}")
         for name in COST_FIELDS:
@@ -105,7 +116,16 @@ def _from_env() -> Config:
         raise ValueError(f"environment variable FUSEDML_DEBUG must be an integer, got {debug!r}")
     cache_dir = os.environ.get("FUSEDML_CACHE_DIR") or _default_cache_dir()
     codegen = os.environ.get("FUSEDML_CODEGEN", "1") not in ("0", "false", "no")
-    return Config(fusion=fusion, debug=int(debug), cache_dir=cache_dir, codegen=codegen)
+    compile_mode = os.environ.get("FUSEDML_COMPILE", "background")
+    if compile_mode not in COMPILE_MODES:
+        raise ValueError(
+            f"environment variable FUSEDML_COMPILE must be one of {', '.join(COMPILE_MODES)}, "
+            f"got {compile_mode!r}"
+        )
+    return Config(
+        fusion=fusion, debug=int(debug), cache_dir=cache_dir, codegen=codegen,
+        compile=compile_mode,
+    )  # fmt: skip
 
 
 # The default (not a set()) so that new threads, which start from an empty context, see it too.

@@ -21,6 +21,11 @@ def bump(name: str, n: int = 1) -> None:
         _counts[name] += n
 
 
+def add_seconds(stage: str, seconds: float) -> None:
+    with _lock:
+        _seconds[stage] += seconds
+
+
 @contextmanager
 def timed(stage: str) -> Iterator[None]:
     """Add the wall time of the block to ``seconds[stage]``."""

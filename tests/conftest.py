@@ -5,6 +5,9 @@ import tempfile
 # compile every kernel they run (a fresh cache, shared by the xdist workers of one run, which
 # inherit it from the controller). FUSEDML_TEST_CACHE_DIR names a cache to reuse instead, for
 # quick local reruns; CI never sets it.
+# Tests compare kernels with the reference: they compile in-process (the background tier has its
+# own tests, which ask for it).
+os.environ["FUSEDML_COMPILE"] = "eager"
 if "PYTEST_XDIST_WORKER" not in os.environ:
     os.environ["FUSEDML_CACHE_DIR"] = os.environ.get("FUSEDML_TEST_CACHE_DIR") or tempfile.mkdtemp(
         prefix="fusedml-test-cache-"

@@ -40,6 +40,7 @@ from typing import Any
 import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 from fusedml import _stats
 from fusedml._config import get_config
@@ -52,6 +53,22 @@ _load_lock = threading.Lock()
 _directories: dict[str, OSError | None] = {}  # kernel directory -> why it cannot be written
 _private: list[str] = []  # this process's temporary kernel directory, once made
 _warned: set[str] = set()
+_loading = threading.local()  # .only: a disk-cache miss raises NotCached instead of compiling
+
+
+class NotCached(Exception):
+    """Raised inside a ``load_only()`` block when the disk cache has no machine code."""
+
+
+@contextlib.contextmanager
+def load_only():
+    """Within the block, a kernel compile that finds nothing in the disk cache raises
+    ``NotCached`` (in this thread) instead of compiling."""
+    _loading.only = True
+    try:
+        yield
+    finally:
+        _loading.only = False
 
 
 def kernel_dir() -> str:
@@ -83,6 +100,7 @@ def load_module(source: str) -> ModuleType:
 def _execute(name: str, path: str, source: str) -> ModuleType:
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
     sys.modules[name] = module  # before running: numba's cache must find the module again
+    module.__fusedml_source__ = source  # what a compile worker is sent
     try:
         # compiled from memory: the file's text (or a bytecode file of it) never runs
         exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
@@ -205,12 +223,20 @@ class _RepairingCache(FunctionCache):
         self._cache_file = _CheckedFile(self._cache_path, self._impl.filename_base, stamp)
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        # numba's load_overload first refreshes the target context: it loads every typing and
+        # lowering registry (half a second, once per process), which only compiling needs.
+        # Machine code from the disk needs only numba's runtime (NRT), so a process that only
+        # loads kernels skips the rest (a compile later in the process refreshes it itself).
         try:
-            return super().load_overload(sig, target_context)
+            rtsys.initialize(target_context)
+            found = self._load_overload(sig, target_context)
         except Exception:
             self.discard()
             _stats.bump("kernel_cache_repairs")
-            return None
+            found = None
+        if found is None and getattr(_loading, "only", False):
+            raise NotCached  # numba would compile next
+        return found
 
     def save_overload(self, sig: Any, data: Any) -> None:
         try:
@@ -238,6 +264,9 @@ def get_kernel(key: Hashable, make: Callable[[], Kernel]) -> tuple[Callable[...,
             if get_config().debug >= 4:
                 print(f"--- generated kernel {key!r}\n{kernel.source}", file=sys.stderr)
             fn = _load(kernel.source)
+            # machine code comes only through ``codegen.compiler``: a call whose argument types
+            # have none raises TypeError instead of compiling
+            fn._can_compile = False
         _memory[key] = (fn, kernel)
         _stats.bump("kernels_generated")
         return fn, kernel
@@ -247,11 +276,3 @@ def kernel_file(fn: Any) -> str | None:
     """The file a compiled kernel was defined in."""
     code = getattr(getattr(fn, "py_func", None), "__code__", None)
     return code.co_filename if code is not None else None
-
-
-def record_compile(fn: Any) -> None:
-    """After a kernel's first call: count whether numba compiled it or loaded it from disk."""
-    stats = getattr(fn, "stats", None)
-    if stats is not None:
-        _stats.bump("kernels_compiled", sum(stats.cache_misses.values()))
-        _stats.bump("kernels_loaded_from_disk", sum(stats.cache_hits.values()))

@@ -8,104 +8,106 @@ elsize, dojob_data)``. Level-3 jobs wait for one another, so all ``numjobs`` mus
 parallel region, and numpy's BLAS is only called from Python, never from inside a kernel).
 OpenBLAS gives job ``i`` its per-thread buffer ``i``, so calls from several threads take a lock.
 
-Addresses of C functions and of the state block are baked into the machine code: nothing here is
-cached on disk (compiling takes a few tenths of a second, once per process).
+The two functions are written in LLVM IR and compiled with llvmlite's JIT (milliseconds): going
+through numba would cost its first compile in the process (half a second of type registries)
+even in a process that otherwise only loads kernels from the disk cache. Addresses of C functions
+and of the state block are baked into the code, so it is built once per process.
 """
 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
-import numba
-import numpy as np
+import llvmlite.binding as llvm
 from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-# state words: lock, dojob, jobdata, elsize, dojob_data, team function, calls served
+# state words: lock, dojob, jobdata, elsize, dojob_data, (unused), calls served
 LOCK, DOJOB, JOBDATA, ELSIZE, DATA, TEAM, CALLS = range(7)
 
-
-@intrinsic
-def _call_job(typingctx, fn, thread_num, jobdata, data):
-    sig = types.void(types.uintp, types.int32, types.uintp, types.int32)
-
-    def codegen(context, builder, signature, args):
-        fn, num, job, data = args
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(32), i8p, ir.IntType(32)])
-        target = builder.inttoptr(fn, fnty.as_pointer())
-        builder.call(target, [num, builder.inttoptr(job, i8p), data])
-        return context.get_dummy_value()
-
-    return sig, codegen
+I8P, I32, I64 = ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(64)
 
 
-def _word(builder, base, k):
-    return builder.gep(builder.inttoptr(base, ir.IntType(64).as_pointer()), [k])
+@dataclass
+class Native:
+    """A compiled function's address; keeps the JIT engine that holds its code alive."""
+
+    address: int
+    engine: object
 
 
-@intrinsic
-def _load(typingctx, base, k):
-    def codegen(context, builder, signature, args):
-        return builder.load_atomic(_word(builder, *args), "acquire", 8)
-
-    return types.uint64(types.uintp, types.intp), codegen
+def _function(lib: ctypes.CDLL, name: str) -> int:
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
-@intrinsic
-def _store(typingctx, base, k, value):
-    def codegen(context, builder, signature, args):
-        builder.store_atomic(args[2], _word(builder, args[0], args[1]), "release", 8)
-        return context.get_dummy_value()
-
-    return types.void(types.uintp, types.intp, types.uint64), codegen
+def _pointer(builder: ir.IRBuilder, address: int, fnty: ir.FunctionType) -> ir.Value:
+    return builder.inttoptr(ir.Constant(I64, address), fnty.as_pointer())
 
 
-@intrinsic
-def _try_lock(typingctx, base):
-    def codegen(context, builder, signature, args):
-        zero, one = ir.Constant(ir.IntType(64), 0), ir.Constant(ir.IntType(64), 1)
-        word = _word(builder, args[0], ir.Constant(ir.IntType(64), LOCK))
-        return builder.extract_value(builder.cmpxchg(word, zero, one, "acq_rel", "acquire"), 1)
+def _module(state: int, gomp_parallel: int, thread_num: int, sched_yield: int) -> ir.Module:
+    module = ir.Module(name="fusedml_blas_pool")
+    words = ir.Constant(I64, state).inttoptr(I64.as_pointer())
 
-    return types.boolean(types.uintp), codegen
+    def word(builder, k):
+        return builder.gep(words, [ir.Constant(I64, k)])
 
+    def load(builder, k):
+        return builder.load_atomic(word(builder, k), "acquire", 8)
 
-def _function(lib: ctypes.CDLL, name: str, restype, *argtypes):
-    fn = getattr(lib, name)
-    fn.restype, fn.argtypes = restype, list(argtypes)
-    return fn
+    def store(builder, k, value):
+        builder.store_atomic(value, word(builder, k), "release", 8)
+
+    team = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "team_member")
+    b = ir.IRBuilder(team.append_basic_block())
+    t = b.call(_pointer(b, thread_num, ir.FunctionType(I32, [])), [])
+    job = b.add(load(b, JOBDATA), b.mul(b.zext(t, I64), load(b, ELSIZE)))
+    dojob = b.inttoptr(load(b, DOJOB), ir.FunctionType(ir.VoidType(), [I32, I8P, I32]).as_pointer())
+    b.call(dojob, [t, b.inttoptr(job, I8P), b.trunc(load(b, DATA), I32)])
+    b.ret_void()
+
+    args = [I32, I64, I32, I64, I64, I32]  # sync, dojob, numjobs, elsize, jobdata, dojob_data
+    callback = ir.Function(module, ir.FunctionType(ir.VoidType(), args), "callback")
+    _sync, dojob_arg, numjobs, elsize, jobdata, data = callback.args
+    entry, spin, locked = (callback.append_basic_block(n) for n in ("entry", "spin", "locked"))
+    b = ir.IRBuilder(entry)
+    b.branch(spin)
+    b.position_at_end(spin)
+    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+    got = b.extract_value(b.cmpxchg(word(b, LOCK), zero, one, "acq_rel", "acquire"), 1)
+    with b.if_then(b.not_(got)):
+        b.call(_pointer(b, sched_yield, ir.FunctionType(I32, [])), [])
+    b.cbranch(got, locked, spin)
+    b.position_at_end(locked)
+    store(b, DOJOB, dojob_arg)
+    store(b, JOBDATA, jobdata)
+    store(b, ELSIZE, elsize)
+    store(b, DATA, b.zext(data, I64))
+    store(b, CALLS, b.add(load(b, CALLS), one))
+    parallel = ir.FunctionType(ir.VoidType(), [team.type, I8P, I32, I32])
+    b.call(
+        _pointer(b, gomp_parallel, parallel),
+        [team, ir.Constant(I64, state).inttoptr(I8P), numjobs, ir.Constant(I32, 0)],
+    )
+    store(b, LOCK, zero)
+    b.ret_void()
+    return module
 
 
 def build(gomp: ctypes.CDLL) -> tuple:
-    """(state block, callback, team function) for the libgomp ``gomp``: all three must stay alive
-    while the callback is installed. ``block[CALLS]`` counts the BLAS calls served."""
-    parallel = _function(gomp, "GOMP_parallel", None, ctypes.c_void_p, ctypes.c_void_p,
-                         ctypes.c_uint, ctypes.c_uint)  # fmt: skip
-    thread_num = _function(gomp, "omp_get_thread_num", ctypes.c_int)
-    sched_yield = _function(ctypes.CDLL(None), "sched_yield", ctypes.c_int)
+    """(state block, callback) for the libgomp ``gomp``: both must stay alive while the callback
+    is installed. ``block[CALLS]`` counts the BLAS calls served."""
     block = (ctypes.c_uint64 * 8)()
-    state = ctypes.addressof(block)
-
-    @numba.cfunc(types.void(types.uintp))
-    def team_member(base):
-        t = thread_num()
-        job = _load(base, JOBDATA) + np.uint64(t) * _load(base, ELSIZE)
-        _call_job(_load(base, DOJOB), np.int32(t), job, np.int32(_load(base, DATA)))
-
-    @numba.cfunc(types.void(types.int32, types.uintp, types.int32, types.uintp, types.uintp,
-                            types.int32))  # fmt: skip
-    def callback(sync, dojob, numjobs, elsize, jobdata, data):
-        while not _try_lock(state):
-            sched_yield()
-        _store(state, DOJOB, dojob)
-        _store(state, JOBDATA, jobdata)
-        _store(state, ELSIZE, elsize)
-        _store(state, DATA, np.uint64(data))
-        _store(state, CALLS, _load(state, CALLS) + np.uint64(1))
-        parallel(_load(state, TEAM), state, np.uint32(numjobs), np.uint32(0))
-        _store(state, LOCK, np.uint64(0))
-
-    block[TEAM] = team_member.address
-    return block, callback, team_member
+    module = _module(
+        ctypes.addressof(block),
+        _function(gomp, "GOMP_parallel"),
+        _function(gomp, "omp_get_thread_num"),
+        _function(ctypes.CDLL(None), "sched_yield"),
+    )
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    target = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    engine = llvm.create_mcjit_compiler(parsed, target)
+    engine.finalize_object()
+    return block, Native(engine.get_function_address("callback"), engine)

@@ -95,6 +95,9 @@ class LocalBackend:
                     return self.run_kernel(op, inputs)
                 with one_thread():  # too little work for a parallel launch
                     return self.run_kernel(op, inputs)
+            except fused.KernelNotReady:  # being compiled: the reference tier runs it meanwhile
+                _stats.bump("fused_ops_awaiting_kernel")
+                return self.reference(op, inputs)
             except Exception as exc:  # never a wrong answer: the reference computes it
                 _stats.bump("kernel_fallbacks")
                 _warn_once(
@@ -108,8 +111,13 @@ class LocalBackend:
         return fused.run(op, inputs)
 
     def run_reference(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
-        cplan = op.cplan
+        """A fused operator whose kernel cannot run (codegen off, or the kernel failed)."""
         _stats.bump("fused_ops_by_reference")
+        return self.reference(op, inputs)
+
+    def reference(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
+        """A fused operator's outputs from the reference interpreter, node by node."""
+        cplan = op.cplan
         return evaluate_dag(cplan.body, dict(zip(cplan.params, inputs, strict=True)), self)
 
     def run_hand(self, node: Node, args: Sequence[Value]) -> Value:

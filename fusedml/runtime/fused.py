@@ -14,11 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from fusedml import _stats
-from fusedml.codegen.cache import get_kernel, kernel_file, record_compile
+from fusedml.codegen import compiler
+from fusedml.codegen.cache import get_kernel, kernel_file
 from fusedml.codegen.spec import KernelSpec, kernel_spec
 from fusedml.cplan.kinds import mean_count
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Format
+
+class KernelNotReady(Exception):
+    """The operator's kernel has no machine code yet (a worker is compiling it)."""
+
 
 _prepared: weakref.WeakKeyDictionary[FusedOp, tuple] = weakref.WeakKeyDictionary()
 
@@ -39,16 +44,25 @@ def partials(op: FusedOp, inputs: Sequence[Any]) -> list[Any]:
     """One partial per output of the kernel run over ``inputs`` (values of ``op.inputs``, the
     aligned ones possibly one row block of them)."""
     spec, fn, literals = prepared(op)
-    first = not fn.signatures  # numba compiles (or loads from disk) on the first call
+    args = [*spec.arguments(inputs), *literals]
     try:
-        raw = fn(*spec.arguments(inputs), *literals)
+        raw = _call(fn, args)
+    except KernelNotReady:
+        raise
     except Exception as exc:
         exc.add_note(f"kernel file: {kernel_file(fn)}")
         raise
-    if first:
-        record_compile(fn)
     _stats.bump("kernels_executed")
     return spec.partials(raw, inputs)
+
+
+def _call(fn: Any, args: list[Any]) -> Any:
+    try:
+        return fn(*args)  # compiled code only: generated kernels never compile at call time
+    except (TypeError, RuntimeError):  # no code for these types (Runtime: a thread raced a compile)
+        if not compiler.obtain(fn, args):
+            raise KernelNotReady from None
+    return fn(*args)  # a TypeError of the kernel itself raises again
 
 
 def results(op: FusedOp, blocks: Sequence[list[Any]]) -> list[Any]:

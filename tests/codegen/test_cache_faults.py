@@ -48,6 +48,11 @@ SCRIPT = textwrap.dedent(
                 w.start()
             for w in workers:
                 w.join()
+        if os.environ.get("FUSEDML_COMPILE") == "background":
+            from fusedml.codegen import compiler
+
+            assert compiler.wait(300)
+            run()  # from the kernels the worker compiled (or loaded)
     stats = {k: v for k, v in fm.stats().items() if k != "seconds"}
     messages = [f"{w.category.__name__}: {w.message}" for w in caught]
     print(json.dumps({"results": results, "stats": stats, "warnings": messages}))
@@ -234,6 +239,26 @@ def test_concurrent_writers_of_an_empty_cache(tmp_path, golden):
         assert len(report["results"]) == 2
         _assert_clean_run(report)
     assert not [p for p in path.rglob("*") if ".tmp" in p.name]  # no temporary file left behind
+    _assert_repaired(path, golden)
+
+
+def test_background_compiles_of_an_empty_cache_by_two_processes(tmp_path, golden):
+    """Two processes started together on an empty cache, compiling in the background: both give
+    the right results, and each kernel is compiled once (the other worker loads it)."""
+    path, go = tmp_path / "cache", tmp_path / "go"
+    env = {"FUSEDML_COMPILE": "background"}
+    processes = [_start(path, go, 1, env=env) for _ in range(2)]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("go.*"))) < len(processes) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    reports = [_finish(p) for p in processes]
+    for report in reports:
+        _assert_clean_run(report)
+        assert report["stats"]["kernels_executed"] == 2  # the last run's two operators
+        assert report["stats"].get("kernels_compiled", 0) == 0  # nothing compiled in-process
+    compiled = sum(r["stats"].get("kernels_compiled_in_background", 0) for r in reports)
+    assert compiled == 2
     _assert_repaired(path, golden)
 
 

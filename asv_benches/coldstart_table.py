@@ -1,0 +1,75 @@
+"""Print the cold-start table: each estimator's first fit in a new process at 20k, 200k and 1M
+rows (benchmarks/coldstart.py), every run in its own process.
+
+- none: ``fusion="none"`` (operator at a time; nothing to compile);
+- cold: cost_based on an empty kernel cache under the default compile mode (background: the
+  reference tier runs while a worker compiles); the worker then finishes, untimed;
+- warm: cost_based in a new process on the cache the cold run filled;
+- second: the warm process's second fit (everything in memory);
+- eager (with --eager): cost_based on an empty cache, compiling in the process (the old behaviour).
+
+Targets: cold <= 1.25 x none + 0.2 s; warm <= second + 0.3 s.
+
+Run: .venv/bin/python asv_benches/coldstart_table.py [--eager] [--estimators L2SVM,...]
+[--rows 20000,...]"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from benchmarks.coldstart import ESTIMATORS, ROWS  # noqa: E402
+from benchmarks.common import wait_for_compile_workers  # noqa: E402
+
+
+def child(name, rows, fusion, cache, compile_mode, wait=False):
+    env = dict(os.environ, FUSEDML_CACHE_DIR=cache, FUSEDML_COMPILE=compile_mode)
+    cmd = [sys.executable, "-m", "benchmarks.coldstart", name, str(rows), fusion]
+    out = subprocess.run(cmd + (["--wait"] if wait else []), cwd=HERE, env=env, check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    wait_for_compile_workers()
+    return json.loads(out.splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--estimators", default=",".join(ESTIMATORS))
+    parser.add_argument("--rows", default=",".join(map(str, ROWS)))
+    args = parser.parse_args()
+    print("first fit in a new process (s); cold = empty cache, background compile tier")
+    head = (f"{'estimator':9} {'rows':>9} {'none':>7} {'cold':>7} {'cold/none':>9} {'ok':>3} "
+            f"{'warm':>7} {'second':>7} {'warm-sec':>8} {'ok':>3} {'ref ops':>7} "
+            f"{'compiles':>8} {'bg s':>6}" + (f" {'eager':>7}" if args.eager else ""))  # fmt: skip
+    print(head, flush=True)
+    for name in args.estimators.split(","):
+        for rows in map(int, args.rows.split(",")):
+            none = child(name, rows, "none", tempfile.mkdtemp(), "background")
+            cache = tempfile.mkdtemp()
+            cold = child(name, rows, "cost_based", cache, "background", wait=True)
+            warm = child(name, rows, "cost_based", cache, "background")
+            s = cold["stats"]
+            cold_ok = cold["first"] <= 1.25 * none["first"] + 0.2
+            warm_ok = warm["first"] <= warm["second"] + 0.3
+            line = (
+                f"{name:9} {rows:9d} {none['first']:7.3f} {cold['first']:7.3f} "
+                f"{cold['first'] / none['first']:9.2f} {'yes' if cold_ok else 'NO':>3} "
+                f"{warm['first']:7.3f} {warm['second']:7.3f} "
+                f"{warm['first'] - warm['second']:8.3f} {'yes' if warm_ok else 'NO':>3} "
+                f"{s.get('fused_ops_awaiting_kernel', 0):7d} "
+                f"{s.get('background_compiles_started', 0):8d} {cold['wait']:6.1f}"
+            )
+            if args.eager:
+                eager = child(name, rows, "cost_based", tempfile.mkdtemp(), "eager")
+                line += f" {eager['first']:7.2f}"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""The compile worker process (``python -m fusedml.codegen._worker``; see ``compiler.py``).
+
+Reads pickled jobs ``(id, cache_dir, module name, source, signature)`` from stdin until it
+closes, compiles each kernel into the disk cache, and answers ``(id, error, seconds, compiled)``
+on stdout. It keeps compiling after its parent has gone (answers then go nowhere), so a later
+process finds the kernels on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import time
+
+
+def main() -> None:
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt answers
+    with contextlib.suppress(OSError):
+        os.nice(19)  # the parent's operators run meanwhile: they come first
+    from fusedml._config import config
+    from fusedml.codegen.cache import load_module
+    from fusedml.codegen.compiler import compile_now
+
+    jobs = sys.stdin.buffer
+    while True:
+        try:
+            jid, cache_dir, _name, source, sig = pickle.load(jobs)
+        except EOFError:
+            return
+        start = time.perf_counter()
+        try:
+            with config(cache_dir=cache_dir):
+                compiled = compile_now(load_module(source).kernel, sig)
+            answer = (jid, None, time.perf_counter() - start, compiled)
+        except Exception as exc:  # the parent compiles it itself and reports the failure
+            answer = (jid, f"{type(exc).__name__}: {exc}", time.perf_counter() - start, False)
+        with contextlib.suppress(OSError, ValueError):
+            pickle.dump(answer, answers)
+            answers.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Compile tiers: whichever tier ran a fused operator (kernel compiled eagerly, kernel compiled by
+the background worker, reference interpreter while waiting or with compiles off), the results
+are the reference's."""
+
+import numpy as np
+import pytest
+
+import fusedml as fm
+from fusedml import _config
+from fusedml.algorithms import GLM, L2SVM
+from fusedml.codegen import compiler
+
+rng = np.random.default_rng(7)
+X = rng.standard_normal((300, 6))
+Y = rng.standard_normal((300, 6))
+
+
+def _expr(shift):
+    # a structure no other test compiles: its kernel starts out missing in this process too
+    Xm, Ym = fm.matrix(X), fm.matrix(Y)
+    return fm.sum(fm.arctan(Xm) * fm.sqrt(fm.abs(Ym)) - Xm / shift)
+
+
+def _expected(shift):
+    return float(np.sum(np.arctan(X) * np.sqrt(np.abs(Y)) - X / shift))
+
+
+def _taken(stats):
+    """The counters since the last call (then zeroed)."""
+    snapshot = stats()
+    fm.reset_stats()
+    return snapshot
+
+
+def test_unknown_compile_mode_is_an_error(monkeypatch):
+    with pytest.raises(ValueError, match="compile mode"):
+        fm.config(compile="lazy")
+    monkeypatch.setenv("FUSEDML_COMPILE", "sometimes")
+    with pytest.raises(ValueError, match="FUSEDML_COMPILE"):
+        _config._from_env()
+
+
+def test_off_runs_the_reference_until_a_kernel_is_on_disk(tmp_path, fresh_stats):
+    with fm.config(cache_dir=str(tmp_path), compile="off"):
+        value = fm.evaluate(_expr(7.0), fusion="fuse_all")
+    stats = _taken(fresh_stats)
+    assert value == pytest.approx(_expected(7.0), rel=1e-13)
+    assert stats["fused_ops_awaiting_kernel"] == 1
+    assert stats.get("kernels_executed", 0) == stats.get("kernels_compiled", 0) == 0
+    with fm.config(cache_dir=str(tmp_path), compile="eager"):
+        eager = fm.evaluate(_expr(7.0), fusion="fuse_all")
+    assert _taken(fresh_stats)["kernels_compiled"] == 1
+    assert eager == pytest.approx(value, rel=1e-13)  # float reassociation of the sum only
+    with fm.config(cache_dir=str(tmp_path), compile="off"):
+        assert fm.evaluate(_expr(3.0), fusion="fuse_all") == pytest.approx(_expected(3.0))
+    assert _taken(fresh_stats)["kernels_executed"] == 1  # once compiled, off runs the kernel
+
+
+def test_background_runs_the_reference_then_the_workers_kernel(tmp_path, fresh_stats):
+    with fm.config(cache_dir=str(tmp_path), compile="background"):
+        Xm, Ym = fm.matrix(X), fm.matrix(Y)
+        expr = fm.sum(fm.exp(fm.minimum(Xm, Ym)) * fm.sign(Ym) + Xm * 0.25, axis=0)
+        first = fm.evaluate(expr, fusion="fuse_all")
+        stats = _taken(fresh_stats)
+        assert stats["fused_ops_awaiting_kernel"] == 1
+        assert stats["background_compiles_started"] == 1
+        assert compiler.wait(timeout=300)
+        second = fm.evaluate(expr, fusion="fuse_all")
+    stats = _taken(fresh_stats)
+    assert stats["kernels_compiled_in_background"] == 1
+    assert stats["kernels_loaded_from_disk"] == 1
+    assert stats["kernels_executed"] == 1
+    assert stats.get("kernels_compiled", 0) == 0  # nothing compiled in this process
+    assert stats["seconds"]["background_compile"] > 0
+    expected = np.sum(np.exp(np.minimum(X, Y)) * np.sign(Y) + X * 0.25, axis=0)
+    np.testing.assert_allclose(first, expected, rtol=1e-13)
+    np.testing.assert_allclose(second, first, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: L2SVM(max_iter=4, tol=0.0, fusion="fuse_all"),
+        lambda: GLM(family="poisson", max_iter=3, tol=0.0, fusion="fuse_all"),
+    ],
+)
+def test_fits_agree_across_tiers(make, tmp_path, fresh_stats):
+    """A fit whose fused operators ran through the reference interpreter (compiles off, empty
+    cache) and one whose operators all ran as kernels give the same model to 1e-10."""
+    X_fit = rng.standard_normal((400, 5))
+    y = np.where(X_fit @ np.arange(1.0, 6.0) > 0, 1.0, -1.0)
+    if isinstance(make(), GLM):
+        y = np.round(np.exp(0.2 * X_fit[:, 0]))
+    with fm.config(cache_dir=str(tmp_path), compile="off"):
+        reference = make().fit(X_fit, y)
+    stats = _taken(fresh_stats)
+    assert stats["fused_ops_awaiting_kernel"] > 0  # (kernels an earlier test made may run)
+    with fm.config(compile="eager"):
+        kernels = make().fit(X_fit, y)
+    stats = _taken(fresh_stats)
+    assert stats["kernels_executed"] > 0
+    assert stats.get("fused_ops_awaiting_kernel", 0) == 0
+    np.testing.assert_allclose(kernels.coef_, reference.coef_, rtol=1e-10, atol=1e-14)
