@@ -1,5 +1,6 @@
 """Command line: ``fusedml demo`` (the paper's patterns under every fusion mode),
-``fusedml explain`` (the plan of one pattern) and ``fusedml calibrate`` (cost-model constants)."""
+``fusedml explain`` (the plan of one pattern), ``fusedml calibrate`` (cost-model constants) and
+``fusedml warmup`` (compile the estimators' kernels into the disk cache)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import numpy as np
 
 import fusedml as fm
-from fusedml import estimator_bench
+from fusedml import estimator_bench, warmup
 from fusedml._timing import median_seconds
 from fusedml.datasets import PATTERNS
 from fusedml.select.calibrate import calibrate
@@ -93,6 +94,10 @@ def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
     print(fm.explain(pattern.build(data), fusion=fusion), file=out)
 
 
+def _shapes(shapes) -> str:
+    return ",".join(f"{r}x{c}" for r, c in shapes)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusedml", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,11 +113,31 @@ def main(argv: list[str] | None = None) -> int:
     p_cal = sub.add_parser("calibrate", help="measure cost-model constants on this machine")
     p_cal.add_argument("--size-mb", type=int, default=256, help="array size for bandwidths")
     p_cal.add_argument("--repeats", type=int, default=5)
+    p_warm = sub.add_parser(
+        "warmup", help="compile the estimators' kernels into the disk cache (FUSEDML_CACHE_DIR)"
+    )
+    p_warm.add_argument("--estimators", default=",".join(estimator_bench.SPECS))
+    p_warm.add_argument(
+        "--shapes", default=_shapes(warmup.DENSE_SHAPES), help="dense data shapes, ROWSxCOLS,..."
+    )
+    p_warm.add_argument(
+        "--sparse-shapes", default=_shapes(warmup.SPARSE_SHAPES), help="CSR shapes (1%% dense)"
+    )
+    p_warm.add_argument("--no-weights", action="store_true", help="skip sample-weighted fits")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        demo(args.size, args.repeat)
-        print()
-        estimator_bench.table(ESTIMATOR_SCALES[args.size], args.repeat)
+        with fm.config(compile="eager"):  # timings of kernels, compiled in the warm-up call
+            demo(args.size, args.repeat)
+            print()
+            estimator_bench.table(ESTIMATOR_SCALES[args.size], args.repeat)
+    elif args.command == "warmup":
+        try:
+            dense = warmup.parse_shapes(args.shapes)
+            sparse = warmup.parse_shapes(args.sparse_shapes)
+            names = [n for n in args.estimators.split(",") if n]
+            warmup.warmup(names, dense, sparse, weights=not args.no_weights)
+        except ValueError as exc:
+            parser.error(str(exc))
     elif args.command == "explain":
         explain(args.pattern, args.fusion, args.rows)
     else:

@@ -194,7 +194,8 @@ class _Worker:
             return
         job.error = error
         if error is None:
-            _stats.bump("kernels_compiled_in_background" if compiled else "kernels_loaded_by_worker")
+            kind = "compiled_in_background" if compiled else "loaded_by_worker"
+            _stats.bump(f"kernels_{kind}")
             _stats.add_seconds("background_compile", seconds)
         job.done.set()
 

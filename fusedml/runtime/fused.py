@@ -21,6 +21,7 @@ from fusedml.cplan.kinds import mean_count
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Format
 
+
 class KernelNotReady(Exception):
     """The operator's kernel has no machine code yet (a worker is compiling it)."""
 

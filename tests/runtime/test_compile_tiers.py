@@ -4,10 +4,10 @@ are the reference's."""
 
 import numpy as np
 import pytest
+from fusedml.algorithms import GLM, L2SVM
 
 import fusedml as fm
 from fusedml import _config
-from fusedml.algorithms import GLM, L2SVM
 from fusedml.codegen import compiler
 
 rng = np.random.default_rng(7)
