@@ -10,12 +10,15 @@ rows (benchmarks/coldstart.py), every run in its own process.
 
 Targets: cold <= 1.25 x none + 0.2 s; warm <= second + 0.3 s.
 
-Run: .venv/bin/python asv_benches/coldstart_table.py [--eager] [--estimators L2SVM,...]
-[--rows 20000,...]"""
+Each column is the median over --repeat runs (default 3), every run in fresh processes.
+
+Run: .venv/bin/python asv_benches/coldstart_table.py [--eager] [--repeat 3]
+[--estimators L2SVM,...] [--rows 20000,...]"""
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from benchmarks.coldstart import ESTIMATORS, ROWS  # noqa: E402
+from benchmarks.coldstart import ALS_SCALES, ESTIMATORS, ROWS  # noqa: E402
 from benchmarks.common import wait_for_compile_workers  # noqa: E402
 
 
@@ -37,9 +40,32 @@ def child(name, rows, fusion, cache, compile_mode, wait=False):
     return json.loads(out.splitlines()[-1])
 
 
+def _size(name, rows):
+    if name == "ALSCG":  # users of the ratings matrix
+        return f"{int(12_004 * ALS_SCALES[rows])}u"
+    return str(rows)
+
+
+def _trio(name, rows):
+    """(none, cold, warm) runs of one estimator and size, each in a new process."""
+    none = child(name, rows, "none", tempfile.mkdtemp(), "background")
+    cache = tempfile.mkdtemp()
+    cold = child(name, rows, "cost_based", cache, "background", wait=True)
+    warm = child(name, rows, "cost_based", cache, "background")
+    return none, cold, warm
+
+
+def _median(results):
+    """Per-field medians of runs' timings; the first run's stats."""
+    fields = ("first", "second", "wait")
+    return {"stats": results[0]["stats"],
+            **{f: statistics.median(r[f] for r in results) for f in fields}}  # fmt: skip
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--estimators", default=",".join(ESTIMATORS))
     parser.add_argument("--rows", default=",".join(map(str, ROWS)))
     args = parser.parse_args()
@@ -50,15 +76,13 @@ def main():
     print(head, flush=True)
     for name in args.estimators.split(","):
         for rows in map(int, args.rows.split(",")):
-            none = child(name, rows, "none", tempfile.mkdtemp(), "background")
-            cache = tempfile.mkdtemp()
-            cold = child(name, rows, "cost_based", cache, "background", wait=True)
-            warm = child(name, rows, "cost_based", cache, "background")
+            runs = [_trio(name, rows) for _ in range(args.repeat)]
+            none, cold, warm = (_median([r[k] for r in runs]) for k in range(3))
             s = cold["stats"]
             cold_ok = cold["first"] <= 1.25 * none["first"] + 0.2
             warm_ok = warm["first"] <= warm["second"] + 0.3
             line = (
-                f"{name:9} {rows:9d} {none['first']:7.3f} {cold['first']:7.3f} "
+                f"{name:9} {_size(name, rows):>9} {none['first']:7.3f} {cold['first']:7.3f} "
                 f"{cold['first'] / none['first']:9.2f} {'yes' if cold_ok else 'NO':>3} "
                 f"{warm['first']:7.3f} {warm['second']:7.3f} "
                 f"{warm['first'] - warm['second']:8.3f} {'yes' if warm_ok else 'NO':>3} "

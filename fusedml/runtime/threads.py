@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import glob
 import os
 import threading
 from collections.abc import Iterator
@@ -63,23 +64,23 @@ _pool: dict[str, object] = {}  # once tried: "setter", "parts" (kept alive), "wh
 
 
 def _numpy_openblas_setter() -> ctypes._CFuncPtr | None:
-    """The callback setter of numpy's private OpenBLAS (inside numpy's own package directories).
-    An OpenBLAS shared with scipy is left alone (see the module docstring)."""
+    """The callback setter of numpy's private OpenBLAS (inside numpy's own package directories),
+    found among the libraries already loaded (threadpoolctl would scan every loaded library: a
+    twentieth of a second). An OpenBLAS shared with scipy is left alone (module docstring)."""
     import numpy as np
-    from threadpoolctl import ThreadpoolController
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
-    private = (os.path.join(root, "numpy.libs"), os.path.join(root, "numpy"))
-    for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-        path = os.path.abspath(lib.filepath)
-        if not path.startswith(private):
-            continue
-        dll = ctypes.CDLL(path)
-        for name in _SETTERS:
-            setter = getattr(dll, name, None)
-            if setter is not None:
-                setter.argtypes, setter.restype = [ctypes.c_void_p], None
-                return setter
+    for folder in (os.path.join(root, "numpy.libs"), os.path.join(root, "numpy")):
+        for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*openblas*.so*"))):
+            try:
+                dll = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)  # only if numpy loaded it
+            except OSError:
+                continue
+            for name in _SETTERS:
+                setter = getattr(dll, name, None)
+                if setter is not None:
+                    setter.argtypes, setter.restype = [ctypes.c_void_p], None
+                    return setter
     return None
 
 

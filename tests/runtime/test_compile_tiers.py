@@ -101,3 +101,42 @@ def test_fits_agree_across_tiers(make, tmp_path, fresh_stats):
     assert stats["kernels_executed"] > 0
     assert stats.get("fused_ops_awaiting_kernel", 0) == 0
     np.testing.assert_allclose(kernels.coef_, reference.coef_, rtol=1e-10, atol=1e-14)
+
+
+def test_a_pickled_estimator_in_a_new_process_loads_its_kernels(tmp_path):
+    """An estimator fitted in one process (compiling eagerly into an empty cache), pickled and
+    refitted in a new process on that cache with compiles off: every fused operator runs as a
+    kernel loaded from disk, and the model is the same bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    fit = (
+        "import pickle, sys, numpy as np\n"
+        "from fusedml.algorithms import L2SVM\n"
+        "rng = np.random.default_rng(3)\n"
+        "X = rng.standard_normal((500, 4)); y = np.where(X @ np.arange(1.0, 5.0) > 0, 1.0, -1.0)\n"
+        "model = L2SVM(max_iter=3, tol=0.0, fusion='fuse_all').fit(X, y)\n"
+        "open(sys.argv[1], 'wb').write(pickle.dumps((model, X, y)))\n"
+    )
+    refit = (
+        "import pickle, sys, fusedml as fm\n"
+        "model, X, y = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "coef = model.coef_.copy()\n"
+        "model.fit(X, y)\n"
+        "s = fm.stats()\n"
+        "print(abs(model.coef_ - coef).max(), s.get('kernels_loaded_from_disk', 0),\n"
+        "      s.get('fused_ops_awaiting_kernel', 0), s.get('kernels_compiled', 0))\n"
+    )
+    env = {**os.environ, "FUSEDML_CACHE_DIR": str(tmp_path)}
+    outputs = []
+    for script, mode in ((fit, "eager"), (refit, "off")):
+        outputs.append(
+            subprocess.run(
+                [sys.executable, "-c", script, str(tmp_path / "model.pkl")],
+                env={**env, "FUSEDML_COMPILE": mode}, capture_output=True, text=True, check=True,
+            ).stdout.split()
+        )  # fmt: skip
+    difference, loaded, awaiting, compiled = float(outputs[1][0]), *map(int, outputs[1][1:])
+    assert loaded > 0 and awaiting == 0 and compiled == 0
+    assert difference == 0.0  # the same kernels, so the same model
