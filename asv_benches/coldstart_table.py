@@ -6,6 +6,8 @@ rows (benchmarks/coldstart.py), every run in its own process.
   reference tier runs while a worker compiles); the worker then finishes, untimed;
 - warm: cost_based in a new process on the cache the cold run filled;
 - second: the warm process's second fit (everything in memory);
+- none 2nd: the none process's second fit (first minus it: a new process's own warm-up, e.g.
+  first touches of fresh memory, with nothing to compile);
 - eager (with --eager): cost_based on an empty cache, compiling in the process (the old behaviour).
 
 Targets: cold <= 1.25 x none + 0.2 s; warm <= second + 0.3 s.
@@ -72,7 +74,8 @@ def main():
     print("first fit in a new process (s); cold = empty cache, background compile tier")
     head = (f"{'estimator':9} {'rows':>9} {'none':>7} {'cold':>7} {'cold/none':>9} {'ok':>3} "
             f"{'warm':>7} {'second':>7} {'warm-sec':>8} {'ok':>3} {'ref ops':>7} "
-            f"{'compiles':>8} {'bg s':>6}" + (f" {'eager':>7}" if args.eager else ""))  # fmt: skip
+            f"{'compiles':>8} {'bg s':>6} {'none 2nd':>8}")  # fmt: skip
+    head += f" {'eager':>7}" if args.eager else ""
     print(head, flush=True)
     for name in args.estimators.split(","):
         for rows in map(int, args.rows.split(",")):
@@ -87,7 +90,8 @@ def main():
                 f"{warm['first']:7.3f} {warm['second']:7.3f} "
                 f"{warm['first'] - warm['second']:8.3f} {'yes' if warm_ok else 'NO':>3} "
                 f"{s.get('fused_ops_awaiting_kernel', 0):7d} "
-                f"{s.get('background_compiles_started', 0):8d} {cold['wait']:6.1f}"
+                f"{s.get('background_compiles_started', 0):8d} {cold['wait']:6.1f} "
+                f"{none['second']:8.3f}"
             )
             if args.eager:
                 eager = child(name, rows, "cost_based", tempfile.mkdtemp(), "eager")
