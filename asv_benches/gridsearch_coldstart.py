@@ -1,7 +1,9 @@
 """GridSearchCV(n_jobs=2) over each estimator on an empty kernel cache: total time of the search
 (background compile tier, the default), of the same search with ``fusion="none"``, and of a second
-search on the warm cache; kernels compiled in each process (the parent, the two loky workers and
-their compile workers, counted by the loky workers as compiled in the background).
+search on the warm cache; per process (the parent, which refits the best candidate, and the two
+loky workers), after its background compiles are done: (compiles it sent to its compile worker,
+kernels that worker compiled, kernels that worker found compiled by another process's worker,
+kernels loaded from disk, kernels compiled in the process itself).
 
 Run: .venv/bin/python asv_benches/gridsearch_coldstart.py [--rows 100000]"""
 
@@ -26,6 +28,7 @@ def search(name, rows, fusion):
     from sklearn.model_selection import GridSearchCV
 
     import fusedml as fm
+    from fusedml.codegen import compiler
     from fusedml.estimator_bench import SPECS, case
 
     X, y = case(name, "dense", rows / 1_000_000)
@@ -37,11 +40,12 @@ def search(name, rows, fusion):
         seconds = time.perf_counter() - start
 
     def worker_stats():
-        time.sleep(0.2)  # so that both workers take one
+        compiler.wait()  # the compiles this process started
+        time.sleep(0.5)  # so that both workers take one
         return os.getpid(), {k: v for k, v in fm.stats().items() if k != "seconds"}
 
     workers = dict(joblib.Parallel(n_jobs=2)(joblib.delayed(worker_stats)() for _ in range(4)))
-    parent = {k: v for k, v in fm.stats().items() if k != "seconds"}
+    parent = worker_stats()[1]
     return {"seconds": seconds, "parent": parent, "workers": workers}
 
 
@@ -54,16 +58,23 @@ def _child(name, rows, fusion, cache, twice=False):
 
 
 def _compiles(stats):
-    return (stats.get("kernels_compiled", 0), stats.get("kernels_compiled_in_background", 0),
-            stats.get("kernels_loaded_from_disk", 0))  # fmt: skip
+    keys = (
+        "background_compiles_started",
+        "kernels_compiled_in_background",
+        "kernels_loaded_by_worker",
+        "kernels_loaded_from_disk",
+        "kernels_compiled",
+    )
+    return "/".join(str(stats.get(k, 0)) for k in keys)  # fmt: skip
 
 
 def main(rows):
     sys.path.insert(0, os.path.dirname(__file__))
     from benchmarks.common import wait_for_compile_workers
 
-    print(f"GridSearchCV(cv=3, n_jobs=2), 3 candidates, dense {rows} x 10; seconds; per process "
-          "(compiled here, compiled by its worker, loaded from disk)")  # fmt: skip
+    print(f"GridSearchCV(cv=3, n_jobs=2), 3 candidates, dense {rows} x 10; seconds; per process: "
+          "sent to its compile worker / compiled there / loaded there (another process's) / "
+          "loaded from disk / compiled in the process")  # fmt: skip
     for name in GRIDS:
         none = _child(name, rows, "none", tempfile.mkdtemp())
         wait_for_compile_workers()
@@ -72,11 +83,11 @@ def main(rows):
         wait_for_compile_workers()  # the compile workers finish after their loky worker exits
         warm = _child(name, rows, "cost_based", cache)
         wait_for_compile_workers()
-        per = " ".join(f"{_compiles(s)}" for s in cold["workers"].values())
-        print(f"{name:8} none {none['seconds']:6.2f}  cold {cold['seconds']:6.2f}  "
-              f"warm {warm['seconds']:6.2f}  cold compiles: parent {_compiles(cold['parent'])} "
-              f"loky workers {per}  warm: "
-              + " ".join(f"{_compiles(s)}" for s in warm["workers"].values()),
+        per = " ".join(_compiles(s) for s in cold["workers"].values())
+        print(f"{name:8} none {none['seconds']:5.2f} cold {cold['seconds']:5.2f} "
+              f"warm {warm['seconds']:5.2f} | cold: parent {_compiles(cold['parent'])} "
+              f"loky {per} | warm: parent {_compiles(warm['parent'])} loky "
+              + " ".join(_compiles(s) for s in warm["workers"].values()),
               flush=True)  # fmt: skip
 
 
