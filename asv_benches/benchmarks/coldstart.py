@@ -55,9 +55,13 @@ _CODE = (
 )
 
 
+_SUITE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds benchmarks/
+
+
 def _setup(name, rows, fusion, cache):
     return (
-        "import os, tempfile, warnings\n"
+        "import os, sys, tempfile, warnings\n"
+        f"sys.path.insert(0, {_SUITE!r})  # asv's new process does not have the suite's path\n"
         "from benchmarks.common import wait_for_compile_workers\n"
         "wait_for_compile_workers()  # an earlier repeat's worker must not share the cores\n"
         f"os.environ['FUSEDML_CACHE_DIR'] = {cache!r} or tempfile.mkdtemp()\n"

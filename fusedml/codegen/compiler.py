@@ -24,6 +24,7 @@ import contextlib
 import itertools
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import threading
@@ -164,19 +165,27 @@ class _Worker:
         self.jobs: dict[int, Job] = {}
         self.ids = itertools.count()
         self.alive = True
+        # a thread writes the jobs: a full pipe (the worker busy compiling) never blocks a caller
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._write, name="fusedml-compile-writer", daemon=True).start()
         threading.Thread(target=self._read, name="fusedml-compile-reader", daemon=True).start()
 
     def submit(self, fn: Any, sig: tuple) -> Job:
         job = Job(sig)
         jid = next(self.ids)
         self.jobs[jid] = job
-        message = (jid, get_config().cache_dir, fn.py_func.__module__, _source(fn), sig)
-        try:
-            pickle.dump(message, self.proc.stdin)
-            self.proc.stdin.flush()
-        except (OSError, ValueError) as exc:  # the worker is gone
-            self._finish(jid, f"compile worker unavailable ({exc})", 0.0, False)
+        self.outbox.put((jid, get_config().cache_dir, fn.py_func.__module__, _source(fn), sig))
         return job
+
+    def _write(self) -> None:
+        while (message := self.outbox.get()) is not None:
+            try:
+                pickle.dump(message, self.proc.stdin)
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:  # the worker is gone
+                self._finish(message[0], f"compile worker unavailable ({exc})", 0.0, False)
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()
 
     def _read(self) -> None:
         try:
@@ -201,8 +210,7 @@ class _Worker:
 
     def close(self) -> None:
         """No more jobs: the worker finishes those it has (filling the disk cache) and exits."""
-        with contextlib.suppress(OSError, ValueError):
-            self.proc.stdin.close()
+        self.outbox.put(None)
 
 
 def _source(fn: Any) -> str:
