@@ -49,7 +49,7 @@ def search(name, rows, fusion):
     return {"seconds": seconds, "parent": parent, "workers": workers}
 
 
-def _child(name, rows, fusion, cache, twice=False):
+def _child(name, rows, fusion, cache):
     env = dict(os.environ, FUSEDML_CACHE_DIR=cache)
     env.pop("FUSEDML_COMPILE", None)  # the user's default: background
     cmd = [sys.executable, __file__, "--child", name, str(rows), fusion]
