@@ -212,25 +212,29 @@ def special_value_expressions(draw):
     return cells, builder.leaves
 
 
-def fm_leaves(leaves, sparse=None):
+def fm_leaves(leaves, sparse=None, dense=None):
     """The drawn leaf data as fusedml inputs; 0-D leaves become runtime scalars (fm.matrix of a
-    0-D array), not literals; ``sparse`` converts CSR leaves (into another sparse format)."""
+    0-D array), not literals; ``sparse`` converts CSR leaves (into another sparse format),
+    ``dense`` 2-D dense leaves (into another format with dense semantics)."""
     out = []
     for v in leaves:
         if np.ndim(v) == 0:
             v = np.asarray(v)
         elif sparse is not None and sp.issparse(v):
             v = sparse(v)
+        elif dense is not None and not sp.issparse(v) and np.ndim(v) == 2:
+            v = dense(v)
         out.append(fm.matrix(v))
     return out
 
 
-def check(tree, leaves, fusion="none", sparse=None):
+def check(tree, leaves, fusion="none", sparse=None, dense=None):
     """``tree`` through ``fm.evaluate`` in a fusion mode against the numpy oracle: the same
     shapes, dtypes and result format, NaN and +-inf at the same positions, finite values up to
-    reassociated sums. ``sparse`` gives CSR leaves to fusedml in another sparse format."""
+    reassociated sums. ``sparse`` gives CSR leaves to fusedml in another sparse format, ``dense``
+    2-D dense leaves in another dense-semantics format."""
     expected = oracle.evaluate(tree, leaves)
-    got = fm.evaluate(build(tree, fm_leaves(leaves, sparse)), fusion=fusion)
+    got = fm.evaluate(build(tree, fm_leaves(leaves, sparse, dense)), fusion=fusion)
     want = expected.value
     if np.ndim(want) == 0:
         assert isinstance(got, float), type(got)

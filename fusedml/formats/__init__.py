@@ -36,6 +36,9 @@ class Format:
     iterates_nonzeros: bool = False
     views: bool = True
     threaded_products: bool = True
+    # an elementwise op whose only matrix operand is one value of this format (with scalars)
+    # gives a value of this format: value-based encodings apply it to their stored values
+    elementwise_closed: bool = False
 
     # registered formats in detection order; the dense format is the fallback for array-likes
     _registry: ClassVar[list[Format]] = []
@@ -235,6 +238,12 @@ def to_csr(value: object, what: str = "fm.matrix") -> sp.csr_array:
 def to_dense(value: object, what: str = "fm.matrix") -> np.ndarray:
     """Array-like -> float64 numpy array of ndim 0, 1 or 2 (3-D and higher are refused)."""
     return Format.DENSE.from_value(value, what)
+
+
+# registered after the built-in formats (it subclasses Format); asked first in detection
+from fusedml.formats import compressed as _compressed  # noqa: E402
+
+COMPRESSED = _compressed.COMPRESSED
 
 
 def density_decade(nnz: int, cells: int) -> int | None:

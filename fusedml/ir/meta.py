@@ -7,6 +7,8 @@ takes ``Format.result(True)``:
 - MUL is sparse if any operand is, DIV if its numerator is (a sparse zero annihilates, even
   inf/NaN);
 - other binary ops are sparse iff their sparse operands meet zeros/constants c with f(0, c) == 0;
+- an elementwise op whose only matrix operand has an ``elementwise_closed`` format (with
+  scalars) keeps that format;
 - MATMUL is sparse iff both operands are; TRANSPOSE and COLS keep the operand's (canonical)
   format; HSTACK is sparse iff all inputs are; WHERE and aggregates are dense.
 """
@@ -74,6 +76,11 @@ def _elementwise(op: Op, inputs: tuple[Node, ...]) -> Meta:
                 fmt, nnz = SPARSE, min(_scaled_nnz(d, cells) for d in drivers)
         elif op in BINARY:
             fmt, nnz = _binary_sparse_rule(op, inputs, cells)
+    matrices = {i for i in inputs if not i.meta.is_scalar}
+    if len(matrices) == 1:
+        (x,) = matrices
+        if x.meta.format.elementwise_closed and x.shape == shape:
+            fmt, nnz = x.meta.format, cells
     return Meta(shape, nnz, fmt)
 
 

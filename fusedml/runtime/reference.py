@@ -244,11 +244,39 @@ def _hand(node: Node, args: Sequence[Value]) -> Value:
     return values[node.attr("definition")]
 
 
+# operations a format implements on its own values: (node, args) -> value, or NotImplemented
+Native = Callable[[Node, Sequence[Value]], Value]
+_NATIVE: dict[Format, Native] = {}
+
+
+def register_native(fmt: Format, native: Native) -> None:
+    """Run nodes with an input of ``fmt`` through ``native`` first (a format's own operations,
+    e.g. products on compressed column groups); where it returns NotImplemented, the inputs
+    are computed in their canonical format."""
+    _NATIVE[fmt] = native
+
+
+def _native(node: Node, args: Sequence[Value]) -> Value:
+    for fmt in dict.fromkeys(i.meta.format for i in node.inputs):
+        if fmt not in _NATIVE:
+            continue
+        value = _NATIVE[fmt](node, args)
+        if value is not NotImplemented:
+            return value
+    return NotImplemented
+
+
 def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
     """The value of ``node`` given the values of its inputs (leaves are bound by the caller).
-    Inputs of a format without operations here are computed in their canonical format."""
+    Inputs of a format without operations here are computed in their canonical format, unless
+    the format runs the node itself (``register_native``)."""
     if node.op is Op.CONST:
         return node.attr("value")
+    if _NATIVE:
+        with np.errstate(all="ignore"):
+            value = _native(node, args)
+        if value is not NotImplemented:
+            return value
     args = [i.meta.format.to_canonical(a) for i, a in zip(node.inputs, args, strict=True)]
     if node.op is Op.HAND:
         return _hand(node, args)

@@ -1,0 +1,397 @@
+"""Compressed matrices: column groups with value-based encodings (compressed linear algebra, CLA).
+
+A ``CompressedMatrix`` partitions its columns into groups; each group stores its distinct value
+tuples once (a dictionary, one row per tuple) and, per row, which tuple it holds:
+
+- DDC (dense dictionary coding): one code per row (uint8/uint16/uint32 by the number of tuples);
+- SDC (sparse dictionary coding): a default tuple, and the row offsets and codes of the rows that
+  hold another one (the sparse case when the default is zero);
+- constant (empty when the constant is zero): one tuple for every row;
+- uncompressed: the columns' dense values.
+
+Groups are built one by one (``DdcGroup`` ...) and packed by kind for kernels: every DDC group's
+codes sit in one row-major code matrix per code width, so one row's tuples are adjacent; every SDC
+group's offsets and codes are concatenated; the constant and SDC default values form one
+``base`` row that a row's decoding starts from. Dictionaries of all groups of a kind share flat
+arrays (``Dictionaries``). Tuples compare by bit pattern: -0.0 and 0.0 are different tuples and
+NaN payloads survive, so ``decompress`` gives back the input bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fusedml.formats import Format
+
+CODE_TYPES = (np.uint8, np.uint16, np.uint32)  # the DDC code widths, narrowest first
+
+
+def code_dtype(distinct: int) -> type:
+    """The narrowest unsigned code type for this many tuples."""
+    for dtype in CODE_TYPES:
+        if distinct <= np.iinfo(dtype).max + 1:
+            return dtype
+    raise ValueError(f"{distinct} tuples do not fit 32-bit codes")
+
+
+def _int64(a: Any) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _cols(cols: Any) -> np.ndarray:
+    return _int64(cols).reshape(-1)
+
+
+# -- groups, as built ------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class DdcGroup:
+    """Every row's tuple by code: ``dictionary[codes[i]]`` is row i's values at ``cols``."""
+
+    cols: np.ndarray  # int64[g]
+    dictionary: np.ndarray  # float64[d, g], most frequent tuple first
+    codes: np.ndarray  # unsigned [n]
+    counts: np.ndarray  # int64[d]: rows holding each tuple
+
+    kind = "DDC"
+
+    @property
+    def distinct(self) -> int:
+        return self.dictionary.shape[0]
+
+
+@dataclass(frozen=True, eq=False)
+class SdcGroup:
+    """``default`` everywhere except at rows ``offsets`` (ascending), which hold
+    ``dictionary[codes]``."""
+
+    cols: np.ndarray  # int64[g]
+    default: np.ndarray  # float64[g]
+    dictionary: np.ndarray  # float64[d, g]: the other tuples, most frequent first
+    offsets: np.ndarray  # integer [m], ascending rows
+    codes: np.ndarray  # unsigned [m]
+    counts: np.ndarray  # int64[d]
+
+    kind = "SDC"
+
+    @property
+    def distinct(self) -> int:
+        return self.dictionary.shape[0] + 1
+
+
+@dataclass(frozen=True, eq=False)
+class ConstGroup:
+    """The same tuple in every row (all zeros: an empty group)."""
+
+    cols: np.ndarray  # int64[g]
+    values: np.ndarray  # float64[g]
+
+    @property
+    def kind(self) -> str:
+        return "empty" if not np.any(self.values.view(np.int64)) else "const"
+
+    @property
+    def distinct(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True, eq=False)
+class UcGroup:
+    """Uncompressed columns."""
+
+    cols: np.ndarray  # int64[g]
+    values: np.ndarray  # float64[n, g]
+
+    kind = "uncompressed"
+
+    @property
+    def distinct(self) -> int:
+        return self.values.shape[0]
+
+
+Group = DdcGroup | SdcGroup | ConstGroup | UcGroup
+
+
+# -- packed, for kernels -----------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Dictionaries:
+    """The dictionaries of several groups in flat arrays: group k covers columns
+    ``cols[colptr[k]:colptr[k+1]]`` (g_k of them); its tuple t is the g_k values from
+    ``values[valptr[k] + t * g_k]`` and is held by ``counts[tupptr[k] + t]`` rows."""
+
+    cols: np.ndarray
+    colptr: np.ndarray
+    values: np.ndarray
+    valptr: np.ndarray
+    tupptr: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, groups: list) -> Dictionaries:
+        def ptr(sizes: list[int]) -> np.ndarray:
+            return _int64(np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))))
+
+        def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+            flat = [np.asarray(a, dtype=dtype).reshape(-1) for a in arrays]
+            return np.ascontiguousarray(np.concatenate(flat) if flat else np.zeros(0, dtype))
+
+        return cls(
+            cat([g.cols for g in groups], np.int64),
+            ptr([len(g.cols) for g in groups]),
+            cat([g.dictionary for g in groups], np.float64),
+            ptr([g.dictionary.size for g in groups]),
+            ptr([len(g.counts) for g in groups]),
+            cat([g.counts for g in groups], np.int64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.colptr) - 1
+
+    def group(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cols, dictionary [d, g], counts) of group k."""
+        cols = self.cols[self.colptr[k] : self.colptr[k + 1]]
+        d = int(self.tupptr[k + 1] - self.tupptr[k])
+        dictionary = self.values[self.valptr[k] : self.valptr[k + 1]].reshape(d, len(cols))
+        return cols, dictionary, self.counts[self.tupptr[k] : self.tupptr[k + 1]]
+
+    def arrays(self) -> list[np.ndarray]:
+        return [self.cols, self.colptr, self.values, self.valptr, self.tupptr, self.counts]
+
+
+class CompressedMatrix:
+    """A float64 matrix as compressed column groups (see the module docstring).
+
+    Build one with ``fm.compress(X)``. It is immutable; operations on it run on its groups
+    (products with vectors, sums, elementwise ops with scalars) or, where none exists, on a
+    decompressed copy of the part they need.
+    """
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        base: np.ndarray,
+        ddc: Dictionaries,
+        codes: tuple[np.ndarray, np.ndarray, np.ndarray],
+        sdc: Dictionaries,
+        sdc_offsets: np.ndarray,
+        sdc_codes: np.ndarray,
+        sdc_ptr: np.ndarray,
+        uc_cols: np.ndarray,
+        uc: np.ndarray,
+        const_cols: np.ndarray,
+    ):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.base, self.ddc, self.codes = base, ddc, codes
+        self.sdc, self.sdc_offsets, self.sdc_codes = sdc, sdc_offsets, sdc_codes
+        self.sdc_ptr = sdc_ptr
+        self.uc_cols, self.uc, self.const_cols = uc_cols, uc, const_cols
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_groups(cls, shape: tuple[int, int], groups: list[Group]) -> CompressedMatrix:
+        """Pack groups that partition the columns ``0..shape[1]-1``."""
+        n, m = int(shape[0]), int(shape[1])
+        _check_partition(m, groups)
+        base = np.zeros(m)
+        for g in groups:
+            if isinstance(g, ConstGroup):
+                base[g.cols] = g.values
+            elif isinstance(g, SdcGroup):
+                base[g.cols] = g.default
+        ddc = [g for g in groups if isinstance(g, DdcGroup)]
+        by_width = [[g for g in ddc if code_dtype(g.distinct) is t] for t in CODE_TYPES]
+        codes = tuple(
+            np.ascontiguousarray(
+                np.stack([g.codes for g in part], axis=1).astype(t, copy=False)
+                if part
+                else np.zeros((n, 0), t)
+            )
+            for t, part in zip(CODE_TYPES, by_width, strict=True)
+        )
+        sdc = [g for g in groups if isinstance(g, SdcGroup)]
+        sdc_width = code_dtype(max((g.distinct for g in sdc), default=1))
+        off_type = np.int32 if n < 2**31 else np.int64
+        uc = [g for g in groups if isinstance(g, UcGroup)]
+        uc_cols = _cols(np.concatenate([g.cols for g in uc]) if uc else [])
+        uc_values = np.ascontiguousarray(
+            np.concatenate([g.values for g in uc], axis=1) if uc else np.zeros((n, 0))
+        )
+        const = [g.cols for g in groups if isinstance(g, ConstGroup)]
+        return cls(
+            (n, m),
+            base,
+            Dictionaries.of([g for part in by_width for g in part]),
+            codes,
+            Dictionaries.of(sdc),
+            np.concatenate([g.offsets for g in sdc] or [np.zeros(0)]).astype(off_type),
+            np.concatenate([g.codes for g in sdc] or [np.zeros(0)]).astype(sdc_width),
+            _int64(np.concatenate(([0], np.cumsum([len(g.offsets) for g in sdc], dtype=np.int64)))),
+            uc_cols,
+            uc_values,
+            _cols(np.concatenate(const) if const else []),
+        )
+
+    # -- groups, as built -----------------------------------------------------------------------
+    @property
+    def groups(self) -> list[Group]:
+        """The column groups (views of the packed arrays)."""
+        out: list[Group] = []
+        k = 0
+        for codes in self.codes:
+            for j in range(codes.shape[1]):
+                cols, dictionary, counts = self.ddc.group(k)
+                out.append(DdcGroup(cols, dictionary, codes[:, j], counts))
+                k += 1
+        for k in range(len(self.sdc)):
+            cols, dictionary, counts = self.sdc.group(k)
+            part = slice(self.sdc_ptr[k], self.sdc_ptr[k + 1])
+            out.append(
+                SdcGroup(cols, self.base[cols], dictionary, self.sdc_offsets[part],
+                         self.sdc_codes[part], counts)
+            )  # fmt: skip
+        for c in self.const_cols:
+            out.append(ConstGroup(np.array([c]), self.base[[c]]))
+        if len(self.uc_cols):
+            out.append(UcGroup(self.uc_cols, self.uc))
+        return out
+
+    # -- the matrix -----------------------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every array it holds."""
+        return int(sum(a.nbytes for a in self.arrays()))
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def arrays(self) -> list[np.ndarray]:
+        return [
+            self.base, *self.ddc.arrays(), *self.codes, *self.sdc.arrays(), self.sdc_offsets,
+            self.sdc_codes, self.sdc_ptr, self.uc_cols, self.uc, self.const_cols,
+        ]  # fmt: skip
+
+    @property
+    def nnz(self) -> int:
+        """Non-zero cells (counted on the dictionaries: a tuple's non-zeros times its count)."""
+        n = self.shape[0]
+        total = int(np.count_nonzero(self.uc))
+        total += n * int(np.count_nonzero(self.base[self.const_cols]))
+        for g in self.groups:
+            if isinstance(g, DdcGroup):
+                total += int(np.count_nonzero(g.dictionary, axis=1) @ g.counts)
+            elif isinstance(g, SdcGroup):
+                default_rows = n - int(g.counts.sum())
+                total += int(np.count_nonzero(g.dictionary, axis=1) @ g.counts)
+                total += default_rows * int(np.count_nonzero(g.default))
+        return total
+
+    def decompress(self) -> np.ndarray:
+        """The matrix as a dense float64 array."""
+        n, m = self.shape
+        out = np.empty((n, m))
+        out[:] = self.base
+        for g in self.groups:
+            if isinstance(g, DdcGroup):
+                out[:, g.cols] = g.dictionary[g.codes]
+            elif isinstance(g, SdcGroup):
+                out[np.ix_(g.offsets, g.cols)] = g.dictionary[g.codes]
+        out[:, self.uc_cols] = self.uc
+        return out
+
+    toarray = decompress
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.decompress()
+        return out if dtype is None else out.astype(dtype)
+
+    def summary(self) -> str:
+        """One line per group: kind, columns, distinct tuples, bytes; and the totals."""
+        dense = 8 * self.size
+        lines = [
+            f"CompressedMatrix {self.shape[0]}x{self.shape[1]}: {self.nbytes:,} bytes "
+            f"({dense / max(self.nbytes, 1):.1f}x smaller than dense)"
+        ]
+        for g in self.groups:
+            cols = ",".join(map(str, g.cols[:8])) + (",..." if len(g.cols) > 8 else "")
+            lines.append(
+                f"  {g.kind:<12} cols [{cols}] ({len(g.cols)})  distinct {g.distinct:,}  "
+                f"{_group_bytes(g):,} bytes"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        kinds: dict[str, int] = {}
+        for g in self.groups:
+            kinds[g.kind] = kinds.get(g.kind, 0) + 1
+        parts = ", ".join(f"{v} {k}" for k, v in kinds.items())
+        return (
+            f"<CompressedMatrix {self.shape[0]}x{self.shape[1]}, {self.nbytes:,} bytes, "
+            f"groups: {parts or 'none'}>"
+        )
+
+
+def _group_bytes(g: Group) -> int:
+    if isinstance(g, ConstGroup):
+        return g.values.nbytes
+    if isinstance(g, UcGroup):
+        return g.values.nbytes
+    extra = g.offsets.nbytes + g.default.nbytes if isinstance(g, SdcGroup) else 0
+    return g.dictionary.nbytes + g.codes.nbytes + g.counts.nbytes + extra
+
+
+def _check_partition(m: int, groups: list[Group]) -> None:
+    cols = np.concatenate([np.asarray(g.cols, dtype=np.int64) for g in groups] or [np.zeros(0)])
+    if len(cols) != m or not np.array_equal(np.sort(cols), np.arange(m)):
+        raise ValueError(f"column groups must cover each of the {m} columns exactly once")
+
+
+# -- the format ------------------------------------------------------------------------------
+class _Compressed(Format):
+    """Compressed column groups: dense semantics (IEEE, zeros do not annihilate), read through
+    their dictionaries; elementwise ops with scalars keep values compressed."""
+
+    name = "compressed"
+    views = False  # a transpose or column range is a new (dense) matrix
+    elementwise_closed = True
+    # kernels read a cell's code (1-2 bytes) and a dictionary that stays in cache: a typical
+    # compressed matrix is read at about this many bytes per cell (the cost model's figure)
+    BYTES_PER_CELL = 2.0
+
+    def nbytes(self, meta: Any) -> float:
+        return self.BYTES_PER_CELL * meta.cells
+
+    def claims(self, value: Any) -> bool:
+        return isinstance(value, CompressedMatrix)
+
+    def from_value(self, value: Any, what: str = "fm.matrix") -> CompressedMatrix:
+        """The value itself; a dense 2-D result (a kernel that wrote its rows densely) is held
+        as one uncompressed group (``fm.compress`` is what finds encodings)."""
+        if isinstance(value, CompressedMatrix):
+            return value
+        dense = np.array(Format.DENSE.from_value(value, what), dtype=np.float64, order="C")
+        if dense.ndim != 2:
+            raise ValueError(f"{what}: a compressed matrix is 2-D, got shape {dense.shape}")
+        return CompressedMatrix.from_groups(
+            dense.shape, [UcGroup(np.arange(dense.shape[1]), dense)]
+        )
+
+    def nnz(self, value: Any) -> int:
+        return value.nnz
+
+    def to_canonical(self, value: Any) -> np.ndarray:
+        return value.decompress()
+
+    def to_dense(self, value: Any) -> np.ndarray:
+        return value.decompress()
+
+    def arrays(self, value: Any) -> list[np.ndarray]:
+        return value.arrays()
+
+
+COMPRESSED = Format.register(_Compressed())

@@ -1,0 +1,168 @@
+"""Compressed matrices as a member of the format axis: their operations on column groups and
+every fusion mode over compressed leaves, against numpy on the decompressed data."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import fusedml as fm
+from fusedml.formats import COMPRESSED, Format
+from fusedml.formats import compressed_ops as ops
+from tests import cla, exprgen
+from tests.exprgen import check
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e300, -1e-300, 2.5])
+
+
+def sample(n, m, seed, special=False):
+    """Low-cardinality data with constant, all-zero and dominant-value columns."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-2, 3, size=(n, m)).astype(float)
+    if m > 1:
+        a[:, 1] = 7.0
+    if m > 2:
+        a[:, 2] = 0.0
+        a[rng.random(n) < 0.2, 2] = 3.0
+    if special:
+        mask = rng.random((n, m)) < 0.15
+        a[mask] = rng.choice(SPECIAL, size=int(mask.sum()))
+    return a
+
+
+def same(got, want):
+    """Equal up to reassociated sums; NaN and infinities at the same places."""
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    assert got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-300)
+
+
+SHAPES = [(0, 3), (1, 4), (40, 1), (60, 6)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("special", [False, True])
+def test_group_operations_match_numpy(shape, special):
+    rng = np.random.default_rng(7)
+    for seed in range(4):
+        a = sample(*shape, seed, special)
+        x = cla.compressed(a, seed)
+        assert np.array_equal(x.decompress().view(np.int64), a.view(np.int64))
+        b = rng.standard_normal((shape[1], 3))
+        c = rng.standard_normal((2, shape[0]))
+        with np.errstate(all="ignore"):
+            same(ops.right_matmul(x, b), a @ b)
+            same(ops.left_matmul(c, x), c @ a)
+            for how, f in (("sum", np.sum), ("min", np.min), ("max", np.max)):
+                if a.size or how == "sum":
+                    same(ops.full_reduce(x, how), f(a))
+                if shape[0] or how == "sum":
+                    same(ops.col_reduce(x, how), f(a, axis=0, keepdims=True))
+                if shape[1] or how == "sum":
+                    same(ops.row_reduce(x, how), f(a, axis=1, keepdims=True))
+            mapped = ops.map_values(x, lambda v: np.exp(v) * 2 - 1)
+            same(mapped.decompress(), np.exp(a) * 2 - 1)
+
+
+def test_format_member_and_results():
+    a = sample(30, 5, 1)
+    x = cla.compressed(a, 1)
+    before = x.decompress()
+    assert Format.of(x) is COMPRESSED
+    e = fm.matrix(x)
+    assert e.node.meta.format is COMPRESSED
+    assert (2 * e + 1).node.meta.format is COMPRESSED  # scalar-only: stays compressed
+    assert (e * e).node.meta.format is COMPRESSED
+    assert (e + fm.matrix(a)).node.meta.format is Format.DENSE
+    got = fm.evaluate(fm.sum(2 * e + 1, axis=0), fusion="none")
+    same(got, (2 * a + 1).sum(axis=0, keepdims=True).reshape(-1))
+    out = fm.evaluate(e * 3, fusion="none")
+    assert isinstance(out, np.ndarray)
+    same(out, a * 3)
+    assert np.array_equal(x.decompress().view(np.int64), before.view(np.int64))
+
+
+def to_compressed(a):
+    return cla.compressed(np.asarray(a), seed=int(np.asarray(a).size))
+
+
+def corpus_runs(tree, leaves, runs: Counter) -> None:
+    """The case unfused, fuse-all and cost-based without fixed costs (so that tiny inputs are
+    fused) with every dense 2-D leaf compressed; every fused operator ran as a kernel."""
+    for mode, overrides in (
+        ("none", {}),
+        ("fuse_all", {}),
+        ("cost_based", {"dispatch_s": 0.0, "compile_s": 0.0}),
+    ):
+        before = fm.stats()
+        with fm.config(**overrides):
+            check(tree, leaves, fusion=mode, dense=to_compressed)
+            plan = fm.explain(
+                exprgen.build(tree, exprgen.fm_leaves(leaves, dense=to_compressed)), fusion=mode
+            )
+        after = fm.stats()
+        ran = {k: after.get(k, 0) - before.get(k, 0) for k in ("fused_ops_executed",
+               "kernels_executed", "fused_ops_by_reference")}  # fmt: skip
+        assert ran["kernels_executed"] == ran["fused_ops_executed"], ran
+        assert ran["fused_ops_by_reference"] == 0, ran
+        runs["fused"] += ran["fused_ops_executed"]
+        runs["compressed driven"] += sum(
+            op.main_input.meta.format is COMPRESSED for op in plan.operators
+        )
+
+
+def test_differential_corpus_with_compressed_leaves():
+    runs: Counter = Counter()
+
+    @settings(max_examples=60, deadline=None)
+    @given(exprgen.expressions(max_depth=4, allow_sparse=True))
+    def corpus(case):
+        corpus_runs(*case, runs)
+
+    corpus()
+    assert runs["fused"] >= 10 and runs["compressed driven"] >= 4, runs
+
+
+def test_special_values_with_compressed_leaves():
+    runs: Counter = Counter()
+
+    @settings(max_examples=20, deadline=None)
+    @given(exprgen.special_value_expressions())
+    def corpus(case):
+        corpus_runs(*case, runs)
+
+    corpus()
+    assert runs["fused"] >= 5 and runs["compressed driven"] >= 3, runs
+
+
+@pytest.mark.parametrize("mode", ["fuse_all", "cost_based"])
+def test_every_template_runs_a_compressed_driver(mode, fresh_stats):
+    rng = np.random.default_rng(0)
+    A = sample(300, 40, 3)
+    C = cla.compressed(A, 3)
+    X = rng.normal(size=(300, 40))
+    v, w = rng.normal(size=40), rng.normal(size=300)
+    U, V = rng.normal(size=(300, 4)), rng.normal(size=(40, 4))
+    c, x, u, vt = fm.matrix(C), fm.matrix(X), fm.matrix(U), fm.matrix(V).T
+    cases = [  # (expression, numpy value, template of its one operator)
+        (fm.sum(c * fm.exp(x)), (A * np.exp(X)).sum(), "cell"),
+        (c * x + c * c, A * X + A * A, "cell"),
+        (fm.max(c * x, axis=0), (A * X).max(axis=0), "cell"),
+        (c.T @ (w * (c @ v)), A.T @ (w * (A @ v)), "row"),
+        # dense semantics: no Outer operator (it needs a driver whose zeros annihilate)
+        (fm.sum(c * (u @ vt) ** 2), (A * (U @ V.T) ** 2).sum(), "cell"),
+    ]
+    with fm.config(fusion=mode, compile_s=0.0, dispatch_s=0.0):
+        for expr, want, template in cases:
+            plan = fm.explain(expr)
+            assert [op.template for op in plan.operators] == [template], plan
+            (op,) = plan.operators
+            assert op.main_input.meta.format is COMPRESSED
+            np.testing.assert_allclose(fm.evaluate(expr), want, rtol=1e-12, atol=1e-12)
+    assert fresh_stats()["kernels_executed"] == len(cases)
+    assert fresh_stats().get("fused_ops_by_reference", 0) == 0
