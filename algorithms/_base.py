@@ -11,7 +11,13 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_array,
+    check_consistent_length,
+    column_or_1d,
+    validate_data,
+)
 
 import fusedml as fm
 
@@ -202,10 +208,36 @@ def joined(parts):
     return np.concatenate([top, np.reshape(ones_row, (1, *top.shape[1:]))])
 
 
+def validated(estimator, X, y=None, *, reset: bool = True, y_numeric: bool = False):
+    """sklearn's ``validate_data`` for X (dense, any scipy.sparse, or an ``fm.CompressedMatrix``,
+    which is checked on its stored values and never decompressed) and, if given, y; returns X
+    (and y)."""
+    if not isinstance(X, fm.CompressedMatrix):
+        kw = {"y_numeric": y_numeric} if y is not None else {}
+        return validate_data(
+            estimator, X, *([y] if y is not None else []), accept_sparse="csr",
+            dtype=np.float64, reset=reset, **kw,
+        )  # fmt: skip
+    n, m = X.shape
+    if n < 1 or m < 1:
+        raise ValueError(f"Found array with {n} sample(s) and {m} feature(s) (shape={X.shape})")
+    if not X.all_finite():
+        raise ValueError("Input X contains NaN or infinity.")
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+    if y is None:
+        return X
+    y = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric" if y_numeric else None))
+    check_consistent_length(X, y)
+    return X, y
+
+
 def as_float_matrix(X):
-    """float64 C-ordered ndarray or canonical CSR (what fusedml computes on)."""
+    """float64 C-ordered ndarray, canonical CSR or a compressed matrix (what fusedml computes
+    on)."""
     if sp.issparse(X):
         return canonical_csr(X)
+    if isinstance(X, fm.CompressedMatrix):
+        return X
     return np.ascontiguousarray(X, dtype=np.float64)
 
 

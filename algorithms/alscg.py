@@ -22,11 +22,12 @@ from fusedml.algorithms._base import (
     in_fusion_mode,
     max_abs,
     scaled,
+    validated,
 )
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
@@ -135,7 +136,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"reg_type must be 'L2' or 'wL2', got {self.reg_type!r}")
 
     def _ratings(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        X = validated(self, X, reset=reset)
         return canonical_csr(X, drop_zeros=True)  # zeros are missing entries
 
     @in_fusion_mode

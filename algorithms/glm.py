@@ -29,12 +29,13 @@ from fusedml.algorithms._base import (
     total_weight,
     transposed,
     unscaled_coefficients,
+    validated,
     weight_column,
 )
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
@@ -190,7 +191,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         spec = self._spec()
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X, y = validated(self, X, y, y_numeric=True)
         sw = sample_weights(sample_weight, X)
         reg = float(self.reg)
         X, c = rescaled(as_float_matrix(X), reg)
@@ -378,7 +379,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     def predict(self, X):
         """The mean response (binomial: the probability of 1)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validated(self, X, reset=False)
         return _mean(as_float_matrix(X), self.coef_, self.intercept_, self._spec())
 
     def score(self, X, y, sample_weight=None):

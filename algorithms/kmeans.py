@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
@@ -21,13 +20,14 @@ from fusedml.algorithms._base import (
     rescaled,
     sample_weights,
     scaled,
+    validated,
     weight_column,
     weighted_square_sum,
 )
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
@@ -115,7 +115,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
 
     @in_fusion_mode
     def fit(self, X, y=None, sample_weight=None):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        X = validated(self, X)
         self._check_params(X.shape[0])
         X = as_float_matrix(X)
         sw = sample_weights(sample_weight, X)
@@ -169,7 +169,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
             pool = np.arange(n) if np.isscalar(sw) else np.flatnonzero(sw > 0)
             rows = np.sort(rng.choice(pool, size=k, replace=False))
         S = X[rows]
-        S = S.toarray() if sp.issparse(S) else S
+        S = S if isinstance(S, np.ndarray) else S.toarray()  # CSR, compressed
         s2 = np.sum(S * S, axis=1)
         row_weights = np.ones(len(rows)) if np.isscalar(sw) else sw[rows]
         weights = row_weights
@@ -205,7 +205,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
 
     def _balanced_data(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validated(self, X, reset=False)
         return _balanced(as_float_matrix(X), self.cluster_centers_)
 
     @in_fusion_mode

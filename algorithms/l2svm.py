@@ -25,11 +25,12 @@ from fusedml.algorithms._base import (
     sample_weights,
     transposed,
     unscaled_coefficients,
+    validated,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
@@ -125,7 +126,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
     @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 1}, ("reg", "tol"))
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        X, y = validated(self, X, y)
         sw = sample_weights(sample_weight, X)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -200,7 +201,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
     @in_fusion_mode
     def _predictions(self, body, X):
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validated(self, X, reset=False)
         return body(as_float_matrix(X), self.coef_.T, self.intercept_)
 
     def decision_function(self, X):

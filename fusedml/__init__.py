@@ -14,6 +14,7 @@ from fusedml._errors import (
 from fusedml._stats import reset_stats, stats
 from fusedml.api import evaluate, explain
 from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.formats.compressed import CompressedMatrix
 from fusedml.ir.frontend import (
     Expr,
     abs,
@@ -54,7 +55,7 @@ from fusedml.jit import jit
 __version__ = "0.1.0"
 
 __all__ = [
-    "FUSION_MODES", "Expr", "FusedMLError", "FusedOp",
+    "FUSION_MODES", "CompressedMatrix", "Expr", "FusedMLError", "FusedOp",
     "KernelCacheWarning", "KernelFallbackWarning", "Plan",
     "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "config",
     "divide",

@@ -81,9 +81,12 @@ def test_format_member_and_results():
     assert (e + fm.matrix(a)).node.meta.format is Format.DENSE
     got = fm.evaluate(fm.sum(2 * e + 1, axis=0), fusion="none")
     same(got, (2 * a + 1).sum(axis=0, keepdims=True).reshape(-1))
-    out = fm.evaluate(e * 3, fusion="none")
-    assert isinstance(out, np.ndarray)
-    same(out, a * 3)
+    for mode in fm.FUSION_MODES:
+        out = fm.evaluate(e * 3, fusion=mode)  # compressed in, compressed out (as CSR)
+        assert isinstance(out, fm.CompressedMatrix)
+        assert out.codes[0] is x.codes[0]  # the same codes, new dictionaries
+        same(out.decompress(), a * 3)
+    assert isinstance(fm.evaluate(fm.sum(e * 3, axis=1), fusion="none"), np.ndarray)
     assert np.array_equal(x.decompress().view(np.int64), before.view(np.int64))
 
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusedml.codegen import operands
+from fusedml.codegen import operands, skeletons
+from fusedml.codegen.cell import cell_kernel
+from fusedml.codegen.cla_cell import per_value, per_value_kernel
 from fusedml.codegen.cla_rows import SOURCE_DIGEST
 from fusedml.codegen.operands import Param, ScatteredRowOperand
-from fusedml.formats import COMPRESSED
+from fusedml.formats import COMPRESSED, COMPRESSED_T
 from fusedml.formats.compressed import CompressedMatrix
+from fusedml.fusion.templates import TemplateType
 
 _ARGS = (
     "base", "c8", "c16", "c32", "dcols", "dcolptr", "dvals", "dvalptr",
     "soff", "scodes", "sptr", "scols", "scolptr", "svals", "svalptr", "ucols", "uc",
+    "dtupptr", "dcounts", "stupptr", "scounts", "ccols",
 )  # fmt: skip
 
 _HELPERS = f"import fusedml.codegen.cla_rows as cla  # cla_rows {SOURCE_DIGEST}\n"
@@ -40,8 +44,17 @@ class CompressedOperand(ScatteredRowOperand):
         return [
             value.base, *value.codes, ddc.cols, ddc.colptr, ddc.values, ddc.valptr,
             value.sdc_offsets, value.sdc_codes, value.sdc_ptr, sdc.cols, sdc.colptr,
-            sdc.values, sdc.valptr, value.uc_cols, value.uc,
+            sdc.values, sdc.valptr, value.uc_cols, value.uc, ddc.tupptr, ddc.counts, sdc.tupptr,
+            sdc.counts, value.const_cols,
         ]  # fmt: skip
+
+    def visits_stored(self, cplan: Any, params: tuple[Param, ...]) -> bool:
+        """Cell and MAgg bodies that read other inputs by column only run once per stored value
+        (``cla_cell.py``)."""
+        return per_value(cplan, params, COMPRESSED)
+
+    def entry_result(self, value: CompressedMatrix, data: Any) -> CompressedMatrix:
+        return value.with_values(*data)
 
     def buffers(self, p: Param, cols: str) -> list[str]:
         n = p.name
@@ -53,8 +66,23 @@ class CompressedOperand(ScatteredRowOperand):
 
     def load_row(self, p: Param, i: str) -> list[str]:
         n = p.name
-        args = ", ".join(self.args(p))
+        args = ", ".join(self.args(p)[:17])  # the decoding's arrays
         return [f"cla.row({n}_buf, {n}_cur, {p.row(i)}, {args})"]
 
 
+def _cell_skeleton(spec: Any) -> Any:
+    return per_value_kernel(spec) if spec.sparse else cell_kernel(spec)
+
+
 operands.register(COMPRESSED, CompressedOperand())
+skeletons.register(TemplateType.CELL, COMPRESSED, _cell_skeleton)
+skeletons.register(TemplateType.MAGG, COMPRESSED, _cell_skeleton)
+
+
+class TransposedOperand(operands.DenseOperand):
+    """A lazy transpose of a compressed matrix, read by a kernel: decompressed (products with
+    it run on the groups where the reference interpreter or a Row operator's ``X.T @ ...``
+    reads it instead)."""
+
+
+operands.register(COMPRESSED_T, TransposedOperand())

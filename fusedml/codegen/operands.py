@@ -6,6 +6,7 @@ A skeleton never asks which format an input has; it asks the input's operand (Sy
 - ``args``/``marshal``: the kernel arguments an input becomes, and their values;
 - ``buffers``: per-chunk scratch its cell reads need; ``load_row``: per-row statements before them;
 - ``cell``: element (i, j), broadcasting a dimension of size one;
+- ``visits_stored``: whether a Cell/MAgg kernel it drives visits only its stored entries;
 - ``nonzeros``: a loop over the stored entries of a row (formats whose layout has them), binding
   the column, the value and the entry's position, ``stored``: how many entries there are, and
   ``entry_result``: a result with one value per stored entry, in the driver's structure.
@@ -86,6 +87,11 @@ class Operand:
 
     def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
         raise TypeError(f"{type(self).__name__} has no non-zero iteration")
+
+    def visits_stored(self, cplan: Any, params: tuple[Param, ...]) -> bool:
+        """Whether a Cell/MAgg kernel driven by this input visits only its stored entries (a
+        sparse-safe body over a layout with non-zero iteration)."""
+        return cplan.sparse_safe and self.iterates_nonzeros
 
     def stored(self, p: Param) -> str:
         raise TypeError(f"{type(self).__name__} has no stored entries")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fusedml.codegen import compressed as _compressed  # noqa: F401  (its operand)
 from fusedml.codegen.cell import cell_kernel
 from fusedml.codegen.outer import outer_kernel
 from fusedml.codegen.row import row_kernel

@@ -13,6 +13,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fusedml.codegen import compressed as _compressed  # noqa: F401  (registers the format's code)
 from fusedml.codegen import operands
 from fusedml.codegen.operands import Param
 from fusedml.codegen.outer import outer_factors
@@ -130,7 +131,7 @@ def kernel_spec(cplan: CPlan) -> KernelSpec:
     if template is TemplateType.OUTER:
         sparse = main.nonzero_layout
     else:
-        sparse = template is not TemplateType.ROW and cplan.sparse_safe and main.nonzero_layout
+        sparse = template is not TemplateType.ROW and main.operand.visits_stored(cplan, params)
     rows, others = main.node.meta.rows, _read_at_other_rows(cplan)
     aligned = tuple(
         not p.scalar and p.node not in others and p.node.meta.rows == rows for p in params

@@ -58,6 +58,12 @@ class Format:
         """The built-in format this one's values are computed as where no kernel reads it."""
         return Format.result(self.zeros_annihilate)
 
+    @property
+    def transposed(self) -> Format:
+        """The format of a transpose of one of its values (its canonical one unless the format
+        keeps transposes lazily)."""
+        return self.canonical
+
     # -- cost ---------------------------------------------------------------------------------
     def nbytes(self, meta: Any) -> float:
         """Bytes a value of this ``Meta`` occupies."""
@@ -244,6 +250,7 @@ def to_dense(value: object, what: str = "fm.matrix") -> np.ndarray:
 from fusedml.formats import compressed as _compressed  # noqa: E402
 
 COMPRESSED = _compressed.COMPRESSED
+COMPRESSED_T = _compressed.COMPRESSED_T
 
 
 def density_decade(nnz: int, cells: int) -> int | None:

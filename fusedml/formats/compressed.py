@@ -19,7 +19,7 @@ NaN payloads survive, so ``decompress`` gives back the input bit for bit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -236,6 +236,34 @@ class CompressedMatrix:
             _cols(np.concatenate(const) if const else []),
         )
 
+    def __getitem__(self, rows: Any) -> CompressedMatrix:
+        """The rows ``rows`` (a slice, integer indices in any order, or a boolean mask) as a
+        compressed matrix of the same groups."""
+        if isinstance(rows, tuple):
+            raise TypeError("a compressed matrix is indexed by rows only: X[rows]")
+        n = self.shape[0]
+        idx = np.arange(n)[rows] if not isinstance(rows, np.ndarray | list) else rows
+        idx = np.asarray(idx)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        if len(idx) and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"row index out of range for {n} rows")
+        idx = np.where(idx < 0, idx + n, idx)
+        return CompressedMatrix.from_groups(
+            (len(idx), self.shape[1]), [_take(g, idx) for g in self.groups]
+        )
+
+    def with_values(
+        self, base: np.ndarray, ddc_values: np.ndarray, sdc_values: np.ndarray, uc: np.ndarray
+    ) -> CompressedMatrix:
+        """The same codes and offsets with new stored values (an elementwise function of them)."""
+        return CompressedMatrix(
+            self.shape, base, replace(self.ddc, values=ddc_values), self.codes,
+            replace(self.sdc, values=sdc_values), self.sdc_offsets, self.sdc_codes, self.sdc_ptr,
+            self.uc_cols, uc, self.const_cols,
+        )  # fmt: skip
+
     # -- groups, as built -----------------------------------------------------------------------
     @property
     def groups(self) -> list[Group]:
@@ -291,6 +319,12 @@ class CompressedMatrix:
                 total += default_rows * int(np.count_nonzero(g.default))
         return total
 
+    def all_finite(self) -> bool:
+        """Whether no cell is NaN or infinite (checked on the stored values)."""
+        base = self.base[np.concatenate([self.const_cols, self.sdc.cols])]  # the rest: unused
+        stored = (base, self.ddc.values, self.sdc.values, self.uc)
+        return all(bool(np.isfinite(a).all()) for a in stored)
+
     def decompress(self) -> np.ndarray:
         """The matrix as a dense float64 array."""
         n, m = self.shape
@@ -305,6 +339,11 @@ class CompressedMatrix:
         return out
 
     toarray = decompress
+
+    @property
+    def T(self) -> TransposedCompressed:
+        """The transpose, kept lazily."""
+        return TransposedCompressed(self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self.decompress()
@@ -334,6 +373,24 @@ class CompressedMatrix:
             f"<CompressedMatrix {self.shape[0]}x{self.shape[1]}, {self.nbytes:,} bytes, "
             f"groups: {parts or 'none'}>"
         )
+
+
+def _take(g: Group, idx: np.ndarray) -> Group:
+    """Group ``g`` at rows ``idx`` (tuples that no selected row holds keep count 0)."""
+    if isinstance(g, ConstGroup):
+        return g
+    if isinstance(g, UcGroup):
+        return UcGroup(g.cols, np.ascontiguousarray(g.values[idx]))
+    if isinstance(g, DdcGroup):
+        codes = g.codes[idx]
+        counts = np.bincount(codes, minlength=g.distinct).astype(np.int64)
+        return DdcGroup(g.cols, g.dictionary, codes, counts)
+    pos = np.minimum(np.searchsorted(g.offsets, idx), max(len(g.offsets) - 1, 0))
+    hit = (g.offsets[pos] == idx) if len(g.offsets) else np.zeros(len(idx), bool)
+    codes = g.codes[pos[hit]]
+    counts = np.bincount(codes, minlength=len(g.counts)).astype(np.int64)
+    offsets = np.flatnonzero(hit).astype(g.offsets.dtype)
+    return SdcGroup(g.cols, g.default, g.dictionary, offsets, codes, counts)
 
 
 def _group_bytes(g: Group) -> int:
@@ -366,6 +423,10 @@ class _Compressed(Format):
     def nbytes(self, meta: Any) -> float:
         return self.BYTES_PER_CELL * meta.cells
 
+    @property
+    def transposed(self) -> Format:
+        return COMPRESSED_T
+
     def claims(self, value: Any) -> bool:
         return isinstance(value, CompressedMatrix)
 
@@ -394,4 +455,64 @@ class _Compressed(Format):
         return value.arrays()
 
 
+class TransposedCompressed:
+    """The transpose of a compressed matrix, kept lazily: products with it run on the groups of
+    the matrix it transposes (``.T``)."""
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, of: CompressedMatrix):
+        self.T = of
+        self.shape = (of.shape[1], of.shape[0])
+
+    @property
+    def nnz(self) -> int:
+        return self.T.nnz
+
+    def decompress(self) -> np.ndarray:
+        return self.T.decompress().T
+
+    toarray = decompress
+
+    def __repr__(self) -> str:
+        return f"<transpose of {self.T!r}>"
+
+
+class _CompressedT(Format):
+    """Lazy transposes of compressed matrices (dense semantics); kernels read them decompressed."""
+
+    name = "compressed_t"
+    views = False
+    BYTES_PER_CELL = _Compressed.BYTES_PER_CELL
+
+    def nbytes(self, meta: Any) -> float:
+        return self.BYTES_PER_CELL * meta.cells
+
+    @property
+    def transposed(self) -> Format:
+        return COMPRESSED
+
+    def claims(self, value: Any) -> bool:
+        return isinstance(value, TransposedCompressed)
+
+    def from_value(self, value: Any, what: str = "fm.matrix") -> TransposedCompressed:
+        if isinstance(value, TransposedCompressed):
+            return value
+        return TransposedCompressed(COMPRESSED.from_value(np.asarray(value).T, what))
+
+    def nnz(self, value: Any) -> int:
+        return value.nnz
+
+    def to_canonical(self, value: Any) -> np.ndarray:
+        return value.decompress()
+
+    def to_dense(self, value: Any) -> np.ndarray:
+        return value.decompress()
+
+    def arrays(self, value: Any) -> list[np.ndarray]:
+        return value.T.arrays()
+
+
 COMPRESSED = Format.register(_Compressed())
+COMPRESSED_T = Format.register(_CompressedT())

@@ -10,11 +10,10 @@ Tuples no row holds (count 0) contribute nothing, so a 0 * inf of an unused tupl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
-from fusedml.formats.compressed import CompressedMatrix, DdcGroup, Dictionaries, SdcGroup
+from fusedml.formats.compressed import CompressedMatrix, DdcGroup, SdcGroup
 
 
 def _default_rows(x: CompressedMatrix, g: SdcGroup) -> np.ndarray:
@@ -35,29 +34,8 @@ def _used(g: DdcGroup | SdcGroup) -> tuple[np.ndarray, np.ndarray]:
 def map_values(x: CompressedMatrix, f: Callable[[np.ndarray], np.ndarray]) -> CompressedMatrix:
     """f applied to every value (f elementwise): the same codes and offsets, new dictionaries."""
     with np.errstate(all="ignore"):
-        values = {
-            "base": f(x.base),
-            "ddc": f(x.ddc.values),
-            "sdc": f(x.sdc.values),
-            "uc": f(x.uc),
-        }
-    return CompressedMatrix(
-        x.shape,
-        np.asarray(values["base"], dtype=np.float64),
-        _with_values(x.ddc, values["ddc"]),
-        x.codes,
-        _with_values(x.sdc, values["sdc"]),
-        x.sdc_offsets,
-        x.sdc_codes,
-        x.sdc_ptr,
-        x.uc_cols,
-        np.ascontiguousarray(values["uc"], dtype=np.float64),
-        x.const_cols,
-    )
-
-
-def _with_values(d: Dictionaries, values: np.ndarray) -> Dictionaries:
-    return replace(d, values=np.ascontiguousarray(values, dtype=np.float64))
+        mapped = [f(v) for v in (x.base, x.ddc.values, x.sdc.values, x.uc)]
+    return x.with_values(*(np.ascontiguousarray(v, dtype=np.float64) for v in mapped))
 
 
 # -- aggregates --------------------------------------------------------------------------------

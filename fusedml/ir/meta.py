@@ -9,8 +9,9 @@ takes ``Format.result(True)``:
 - other binary ops are sparse iff their sparse operands meet zeros/constants c with f(0, c) == 0;
 - an elementwise op whose only matrix operand has an ``elementwise_closed`` format (with
   scalars) keeps that format;
-- MATMUL is sparse iff both operands are; TRANSPOSE and COLS keep the operand's (canonical)
-  format; HSTACK is sparse iff all inputs are; WHERE and aggregates are dense.
+- MATMUL is sparse iff both operands are; TRANSPOSE gives the operand format's ``transposed``
+  (its canonical one, or a lazy transpose), COLS keeps the operand's (canonical) format;
+  HSTACK is sparse iff all inputs are; WHERE and aggregates are dense.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         if x.meta.is_scalar:
             raise ShapeError("transpose: the IR transposes matrices, got a scalar")
         m = x.meta
-        return Meta((m.cols, m.rows), m.nnz, m.format.canonical, m.dtype)
+        return Meta((m.cols, m.rows), m.nnz, m.format.transposed, m.dtype)
     if op is Op.COLS:
         (x,) = inputs
         start, stop = attrs["start"], attrs["stop"]

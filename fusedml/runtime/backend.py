@@ -141,11 +141,15 @@ class LocalBackend:
 
     # -- results --------------------------------------------------------------------------------
     def to_user(self, value: Value, ndim: int, dtype: str, inputs: Sequence[Any]) -> Any:
-        """An IR value as numpy shows it: float, 1-D/2-D ndarray, or CSR for sparse 2-D results.
-        Results that alias an input (``X * 1`` rewritten to ``X``) are copied, as numpy would."""
+        """An IR value as numpy shows it: float, 1-D/2-D ndarray, or CSR for sparse 2-D results;
+        2-D values of a format closed under elementwise ops (compressed) stay in it, as CSR stays
+        CSR. Results that alias an input (``X * 1`` rewritten to ``X``) are copied, as numpy
+        would."""
         if ndim == 0:
             return float(value)
         fmt = Format.of(value)
+        if ndim == 2 and fmt.elementwise_closed and dtype == "float64":
+            return value  # immutable: sharing the input's arrays is safe
         value = fmt.to_canonical(value)
         out = fmt.canonical.to_dense(value).reshape(-1) if ndim == 1 else value
         if dtype != "float64":

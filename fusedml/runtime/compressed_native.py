@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from fusedml.formats import COMPRESSED
+from fusedml.formats import COMPRESSED, COMPRESSED_T
 from fusedml.formats import compressed_ops as ops
-from fusedml.formats.compressed import CompressedMatrix
+from fusedml.formats.compressed import CompressedMatrix, TransposedCompressed
 from fusedml.ir.node import Node
 from fusedml.ir.ops import ELEMENTWISE, Op, apply_elementwise
 from fusedml.runtime.reference import Value, register_native
@@ -31,8 +31,8 @@ def _elementwise(node: Node, args: Sequence[Value]) -> Value:
     )
 
 
-def _aggregate(node: Node, x: CompressedMatrix) -> Value:
-    axis, how = node.attr("axis"), _REDUCE[node.op]
+def _aggregate(op: Op, axis: int | None, x: CompressedMatrix) -> Value:
+    how = _REDUCE[op]
     if axis is None:
         value = ops.full_reduce(x, how)
         count = x.size
@@ -40,27 +40,47 @@ def _aggregate(node: Node, x: CompressedMatrix) -> Value:
         value, count = ops.col_reduce(x, how), x.shape[0]
     else:
         value, count = ops.row_reduce(x, how), x.shape[1]
-    if node.op is Op.MEAN:
+    if op is Op.MEAN:
         with np.errstate(all="ignore"):
             value = np.divide(value, count)
         return float(value) if axis is None else value
     return value
 
 
+def _matmul(a: Value, b: Value) -> Value:
+    """a @ b with one compressed operand (or its lazy transpose), or NotImplemented."""
+    packed = (CompressedMatrix, TransposedCompressed)
+    if isinstance(a, packed) and isinstance(b, packed):
+        return NotImplemented
+    if isinstance(a, CompressedMatrix):
+        return ops.right_matmul(a, _dense(b))
+    if isinstance(b, CompressedMatrix):
+        return ops.left_matmul(_dense(a), b)
+    if isinstance(a, TransposedCompressed):  # X.T @ b = (b.T @ X).T
+        return np.ascontiguousarray(ops.left_matmul(_dense(b).T, a.T).T)
+    if isinstance(b, TransposedCompressed):  # a @ X.T = (X @ a.T).T
+        return np.ascontiguousarray(ops.right_matmul(b.T, _dense(a).T).T)
+    return NotImplemented
+
+
 def evaluate(node: Node, args: Sequence[Value]) -> Value:
-    """A node with a compressed input, run on the groups; NotImplemented where no group
-    operation exists."""
+    """A node with a compressed input (or a lazy transpose of one), run on the groups;
+    NotImplemented where no group operation exists."""
     if node.op in ELEMENTWISE and node.meta.format is COMPRESSED:
         return _elementwise(node, args)
+    if node.op is Op.TRANSPOSE:
+        (x,) = args
+        return x.T  # lazily, either way
     if node.op in _REDUCE and isinstance(args[0], CompressedMatrix):
-        return _aggregate(node, args[0])
+        return _aggregate(node.op, node.attr("axis"), args[0])
+    if node.op in _REDUCE and isinstance(args[0], TransposedCompressed):
+        axis = node.attr("axis")  # X.T's rows are X's columns
+        value = _aggregate(node.op, None if axis is None else 1 - axis, args[0].T)
+        return value if axis is None else np.ascontiguousarray(value.T)
     if node.op is Op.MATMUL:
-        a, b = args
-        if isinstance(a, CompressedMatrix) and not isinstance(b, CompressedMatrix):
-            return ops.right_matmul(a, _dense(b))
-        if isinstance(b, CompressedMatrix) and not isinstance(a, CompressedMatrix):
-            return ops.left_matmul(_dense(a), b)
+        return _matmul(*args)
     return NotImplemented
 
 
 register_native(COMPRESSED, evaluate)
+register_native(COMPRESSED_T, evaluate)
