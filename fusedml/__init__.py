@@ -14,6 +14,7 @@ from fusedml._errors import (
 from fusedml._stats import reset_stats, stats
 from fusedml.api import evaluate, explain
 from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.formats.compress import CompressionSkippedWarning, compress
 from fusedml.formats.compressed import CompressedMatrix
 from fusedml.ir.frontend import (
     Expr,
@@ -55,9 +56,11 @@ from fusedml.jit import jit
 __version__ = "0.1.0"
 
 __all__ = [
-    "FUSION_MODES", "CompressedMatrix", "Expr", "FusedMLError", "FusedOp",
+    "FUSION_MODES", "CompressedMatrix", "CompressionSkippedWarning", "Expr", "FusedMLError",
+    "FusedOp",
     "KernelCacheWarning", "KernelFallbackWarning", "Plan",
-    "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "config",
+    "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "compress",
+    "config",
     "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
     "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",

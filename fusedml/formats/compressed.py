@@ -214,7 +214,7 @@ class CompressedMatrix:
             for t, part in zip(CODE_TYPES, by_width, strict=True)
         )
         sdc = [g for g in groups if isinstance(g, SdcGroup)]
-        sdc_width = code_dtype(max((g.distinct for g in sdc), default=1))
+        sdc_width = code_dtype(max((len(g.counts) for g in sdc), default=1))
         off_type = np.int32 if n < 2**31 else np.int64
         uc = [g for g in groups if isinstance(g, UcGroup)]
         uc_cols = _cols(np.concatenate([g.cols for g in uc]) if uc else [])
