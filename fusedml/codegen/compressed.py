@@ -1,10 +1,11 @@
-"""Kernels over compressed inputs: the compressed format's operand, read row by row.
+"""Kernels over compressed inputs: the compressed format's operand and skeletons.
 
-A kernel reads a compressed input one decoded row at a time: the row starts as the base row
-(constant columns and SDC defaults), each DDC group writes the tuple its code names, each SDC
-group whose next non-default row is this one writes that tuple (a cursor per group, advanced
-row by row and found by binary search when a chunk starts), uncompressed columns are copied. The
-generic skeletons then read the decoded row as a dense one.
+The generic skeletons read a compressed input through its operand: rows are decoded a block at a
+time into a per-chunk dense tile (``cla.decode_block``: the base row of constant columns and SDC
+defaults, each DDC group's tuple by its code, the SDC groups' other rows, the uncompressed
+columns), and cells are read from the tile. Where the body allows, the format's own skeletons
+skip decoding: Cell/MAgg kernels evaluate the body once per stored value (``cla_cell.py``), Row
+kernels multiply by the groups (``cla_row.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import Any
 from fusedml.codegen import operands, skeletons
 from fusedml.codegen.cell import cell_kernel
 from fusedml.codegen.cla_cell import per_value, per_value_kernel
+from fusedml.codegen.cla_row import GroupedRowBody, GroupedSink, only_multiplied
 from fusedml.codegen.cla_rows import SOURCE_DIGEST
-from fusedml.codegen.operands import Param, ScatteredRowOperand
+from fusedml.codegen.operands import Operand, Param
+from fusedml.codegen.row import row_kernel
 from fusedml.formats import COMPRESSED, COMPRESSED_T
 from fusedml.formats.compressed import CompressedMatrix
 from fusedml.fusion.templates import TemplateType
@@ -26,13 +29,14 @@ _ARGS = (
     "dtupptr", "dcounts", "stupptr", "scounts", "ccols",
 )  # fmt: skip
 
+TILE_ROWS = 256  # rows decoded at a time: a few hundred KB of tile per thread at most widths
+
 _HELPERS = f"import fusedml.codegen.cla_rows as cla  # cla_rows {SOURCE_DIGEST}\n"
 
 
-class CompressedOperand(ScatteredRowOperand):
+class CompressedOperand(Operand):
     """Cell reads decode the row into a per-chunk buffer (see the module docstring)."""
 
-    iterates_nonzeros = False
     signed_rows = True
     helpers = _HELPERS
 
@@ -58,25 +62,40 @@ class CompressedOperand(ScatteredRowOperand):
 
     def buffers(self, p: Param, cols: str) -> list[str]:
         n = p.name
-        width = "1" if p.node.meta.cols == 1 else cols
         return [
-            f"{n}_buf = np.empty({width})",
-            f"{n}_cur = np.full({n}_sptr.shape[0], np.int64(-2))",
+            f"{n}_tile = np.empty(({TILE_ROWS}, {n}_base.shape[0]))",
+            f"{n}_lo = np.int64(0)",
+            f"{n}_hi = np.int64(0)",  # the rows the tile holds: none yet
         ]
 
     def load_row(self, p: Param, i: str) -> list[str]:
-        n = p.name
+        n, r = p.name, p.row(i)
         args = ", ".join(self.args(p)[:17])  # the decoding's arrays
-        return [f"cla.row({n}_buf, {n}_cur, {p.row(i)}, {args})"]
+        return [
+            f"if {r} < {n}_lo or {r} >= {n}_hi:",
+            f"    {n}_lo = np.int64({r})",
+            f"    {n}_hi = min({n}_lo + {TILE_ROWS}, {n}_uc.shape[0])",
+            f"    cla.decode_block({n}_tile, {n}_lo, {n}_hi, {args})",
+        ]
+
+    def cell(self, p: Param, i: str, j: str) -> str:
+        return f"{p.name}_tile[{p.row(i)} - {p.name}_lo, {p.col(j)}]"
 
 
 def _cell_skeleton(spec: Any) -> Any:
     return per_value_kernel(spec) if spec.sparse else cell_kernel(spec)
 
 
+def _row_skeleton(spec: Any) -> Any:
+    if only_multiplied(spec.cplan):
+        return row_kernel(spec, GroupedRowBody, GroupedSink)
+    return row_kernel(spec)
+
+
 operands.register(COMPRESSED, CompressedOperand())
 skeletons.register(TemplateType.CELL, COMPRESSED, _cell_skeleton)
 skeletons.register(TemplateType.MAGG, COMPRESSED, _cell_skeleton)
+skeletons.register(TemplateType.ROW, COMPRESSED, _row_skeleton)
 
 
 class TransposedOperand(operands.DenseOperand):

@@ -36,6 +36,7 @@ class _RowBody:
         self.rows = rows
         self.main_cols = params[0].node.meta.cols
         self.literals = literals
+        self.head: list[str] = []  # once per call, before the chunks (may lower ``nchunk``)
         self.alloc: list[str] = []  # per-chunk scratch allocations
         self.lines: list[str] = []  # statements computing the nodes
         # scalars: an expression; vectors: an index template over "{q}" (read in place, no views)
@@ -341,14 +342,15 @@ class _End(Source):
             super().__call__(depth, text)
 
 
-def row_kernel(spec) -> Kernel:
-    """The Row kernel of a ``KernelSpec``: several outputs over the same rows, each of its kind."""
+def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Kernel:
+    """The Row kernel of a ``KernelSpec``: several outputs over the same rows, each of its kind.
+    A format's own Row skeleton passes subclasses rendering its products."""
     params: list[Param] = list(spec.params)
     body = spec.cplan.body
     literals = Literals()
-    rb = _RowBody(params, body, params[0].node.shape[0], literals)
+    rb = body_type(params, body, params[0].node.shape[0], literals)
     sinks = [
-        _Sink(r, kind, k)
+        sink_type(r, kind, k)
         for k, (r, kind) in enumerate(zip(body.roots, spec.cplan.outputs, strict=True))
     ]
     for n in Dag([v for sink in sinks for v in sink.nodes()]).nodes:
@@ -356,6 +358,8 @@ def row_kernel(spec) -> Kernel:
     src, chunk, tail, end = Source(), Source(), Source(), _End()
     src(0, signature(params, literals))
     src(1, f"nchunk = min(m, {partial_chunks(sum(sink.partial_cells(rb) for sink in sinks))})")
+    for line in rb.head:
+        src(1, line)
     for sink in sinks:
         sink.emit(rb, src, chunk, tail, end)
     scratch_alloc, scratch_fill = rb.scratch_rows()

@@ -3,7 +3,8 @@ fusion mode, without decompressing it."""
 
 import numpy as np
 import pytest
-from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
+from fusedml.algorithms import ALSCG, GLM, L2SVM, Compressor, KMeans, MLogReg
+from sklearn.pipeline import make_pipeline
 
 import fusedml as fm
 from tests import cla
@@ -65,9 +66,14 @@ def assert_same_model(got, want):
     np.testing.assert_array_less(np.max(np.abs(got - want)), 1e-6 * np.max(np.abs(want)) + 1e-12)
 
 
+# every estimator unfused (the reference's group operations) and cost-based (fused kernels); the
+# fuse-all plans of two (compiling every estimator's kernels three times costs CI minutes)
+CASES = [(name, mode) for name in sorted(ESTIMATORS) for mode in ("none", "cost_based")]
+CASES += [("L2SVM", "fuse_all"), ("KMeans", "fuse_all")]
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("mode", ["none", "fuse_all", "cost_based"])
-@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize(("name", "mode"), CASES)
 def test_same_model_on_compressed_input(name, mode, monkeypatch):
     make, kind = ESTIMATORS[name]
     A, score = flights_like(3000)
@@ -102,3 +108,23 @@ def test_invalid_compressed_input_is_refused():
     A[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
         L2SVM().fit(cla.compressed(A, seed=0), labels("binary", score))
+
+
+def test_compressor_in_a_pipeline(monkeypatch):
+    A, score = flights_like(4000, seed=3)
+    y = labels("binary", score)
+    dense = L2SVM(reg=1.0).fit(A, y)
+    pipe = make_pipeline(Compressor(), L2SVM(reg=1.0))
+    refuse_decompression(monkeypatch, A.shape[0])
+    pipe.fit(A, y)
+    assert isinstance(pipe[0].transform(A), fm.CompressedMatrix)
+    assert_same_model(pipe[-1].coef_, dense.coef_)
+    np.testing.assert_array_equal(pipe.predict(A), dense.predict(A))
+
+
+def test_compressor_passes_incompressible_data_through():
+    X = np.random.default_rng(0).random((500, 3))
+    with pytest.warns(fm.CompressionSkippedWarning):
+        assert Compressor().fit_transform(X) is not None
+    out = Compressor(quiet=True).fit(X).transform(X)
+    assert isinstance(out, np.ndarray) and np.array_equal(out, X)

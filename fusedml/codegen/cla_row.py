@@ -1,0 +1,126 @@
+"""The Row skeleton over a compressed main input that is only multiplied: products per group.
+
+When a Row operator uses its compressed main input X only in products ``X @ B`` (B read whole)
+and ``X.T @ Y`` (an output, Y computed per row), no row of X is ever decoded:
+
+- ``X @ B``: each tuple's product with B's rows at its columns is computed once per call
+  (``cla.premultiply``); a chunk's rows' products are the sums of their tuples' products
+  (``cla.lookup_block``, before the chunk's row loop), plus uncompressed columns times B;
+- ``X.T @ Y``: the chunk's rows of Y are kept; after its row loop each row's Y is added into an
+  accumulator row per tuple it holds (``cla.scatter_block``); after the chunks, each tuple's
+  values times its summed Y give the output
+  (``cla.finish``; tuples with inf or NaN use the signs of the Y values instead, so the result is
+  the dense product's).
+
+Any other use of X (elementwise, row aggregates) decodes rows through ``CompressedOperand``.
+"""
+
+from __future__ import annotations
+
+from fusedml.codegen.chunking import partial_chunks_source
+from fusedml.codegen.operands import Param
+from fusedml.codegen.row import _RowBody, _Sink, whole_matrices
+from fusedml.codegen.source import Source
+from fusedml.cplan.kinds import OutputKind
+from fusedml.ir.node import Node
+from fusedml.ir.ops import Op
+
+
+def only_multiplied(cplan) -> bool:
+    """Whether a Row operator's main input is used only in ``X @ B`` with B read whole and in
+    ``X.T @ Y`` outputs."""
+    body, x = cplan.body, cplan.params[0]
+    whole = whole_matrices(body)
+    products = {
+        r for r, kind in zip(body.roots, cplan.outputs, strict=True)
+        if kind is OutputKind.COL_PRODUCT
+    }  # fmt: skip
+    if x in body.roots:
+        return False
+    for user in body.consumers.get(x, ()):
+        if user.op is Op.MATMUL and user.inputs[0] is x and user.inputs[1] in whole:
+            continue
+        if user.op is Op.TRANSPOSE and all(
+            u in products and u.inputs[0] is user for u in body.consumers.get(user, ())
+        ):
+            continue
+        return False
+    return True
+
+
+def _args(p: Param) -> str:
+    return ", ".join(p.args())
+
+
+class GroupedRowBody(_RowBody):
+    """Renders ``X @ B`` of the compressed main input from its tuples' products."""
+
+    def __init__(self, params, body, rows, literals) -> None:
+        super().__init__(params, body, rows, literals)
+        self.main = params[0]
+        n = self.main.name
+        widest = max((r.shape[1] for r in body.roots if not r.meta.is_scalar), default=1)
+        cells = f"{n}_fin.shape[0] * {widest}"
+        self.head += [
+            f"{n}_fin = cla.accumulator_rows({_args(self.main)})",
+            f"nchunk = min(nchunk, {partial_chunks_source(cells)})",
+        ]
+
+    def _product(self, node: Node, width: int | None) -> None:
+        x, b = node.inputs
+        if x is not self.main.node:
+            super()._product(node, width)
+            return
+        bp, n, k = self.param[b], self.main.name, node.shape[1]
+        tag = len(self.head)
+        flat = bp.operand.flat(bp) if hasattr(bp.operand, "flat") else False
+        b2 = f"{bp.name}.reshape(({b.shape[0]}, {k}))" if flat else bp.name
+        pre = f"{n}_pre{tag}"
+        self.head += [
+            f"{n}_b{tag} = {b2}",
+            f"{pre} = cla.premultiply({n}_b{tag}, {_args(self.main)})",
+        ]
+        block = f"{n}_blk{tag}"
+        self.alloc += [
+            f"{block} = np.empty((hi - lo, {k}))",
+            f"cla.lookup_block({block}, lo, hi, {pre}[0], {pre}[1], {pre}[2], {pre}[3], "
+            f"{n}_b{tag}, {_args(self.main)})",
+        ]
+        if width is None:
+            self.value[node], self.width[node] = f"{block}[i - lo, 0]", None
+        else:
+            self.value[node], self.width[node] = f"{block}[i - lo, {{q}}]", width
+
+
+class GroupedSink(_Sink):
+    """``X.T @ Y`` of the compressed main input through per-tuple accumulators."""
+
+    def partial_cells(self, rb) -> int:
+        return 0 if self._grouped(rb) else super().partial_cells(rb)
+
+    def _grouped(self, rb) -> bool:
+        return self.kind is OutputKind.COL_PRODUCT and self.x is rb.main.node
+
+    def emit(self, rb, head: Source, chunk: Source, tail: Source, end) -> None:
+        if not self._grouped(rb):
+            super().emit(rb, head, chunk, tail, end)
+            return
+        k, n, main = self.k, rb.main.name, rb.main
+        width = rb.width[self.value]
+        cols = 1 if width is None else width
+        acc, flags, ucacc, y = f"acc{k}", f"flags{k}", f"ucacc{k}", f"y{k}"
+        head(1, f"{acc} = np.zeros((nchunk, {n}_fin.shape[0], {cols}))")
+        head(1, f"{flags} = np.zeros((nchunk, {n}_fin.shape[0], {cols}), dtype=np.uint8)")
+        head(1, f"{ucacc} = np.zeros((nchunk, {n}_ucols.shape[0], {cols}))")
+        chunk(2, f"{y} = np.empty((hi - lo, {cols}))")
+        for q in range(cols) if cols <= 4 else ():
+            tail(3, f"{y}[i - lo, {q}] = {rb._at(self.value, str(q))}")
+        if cols > 4:
+            tail(3, f"for q in range({cols}):")
+            tail(4, f"{y}[i - lo, q] = {rb._at(self.value, 'q')}")
+        end(
+            2,
+            f"cla.scatter_block({y}, lo, hi, {acc}[c], {flags}[c], {n}_fin, {ucacc}[c], "
+            f"{_args(main)})",
+        )
+        end(1, f"out{k} = cla.finish({acc}, {flags}, {ucacc}, m, {_args(main)})", after=True)
