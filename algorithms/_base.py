@@ -208,24 +208,25 @@ def joined(parts):
     return np.concatenate([top, np.reshape(ones_row, (1, *top.shape[1:]))])
 
 
-def validated(estimator, X, y=None, *, reset: bool = True, y_numeric: bool = False):
+def validated(estimator, X, y="no_validation", *, reset: bool = True, y_numeric: bool = False):
     """sklearn's ``validate_data`` for X (dense, any scipy.sparse, or an ``fm.CompressedMatrix``,
-    which is checked on its stored values and never decompressed) and, if given, y; returns X
-    (and y)."""
+    which is checked on its stored values and never decompressed) and, unless y is left out, y
+    (None raises, as sklearn's check does); returns X, or (X, y)."""
     if not isinstance(X, fm.CompressedMatrix):
-        kw = {"y_numeric": y_numeric} if y is not None else {}
-        return validate_data(
-            estimator, X, *([y] if y is not None else []), accept_sparse="csr",
-            dtype=np.float64, reset=reset, **kw,
-        )  # fmt: skip
+        kw = {} if isinstance(y, str) else {"y": y, "y_numeric": y_numeric}
+        return validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset, **kw)
     n, m = X.shape
     if n < 1 or m < 1:
         raise ValueError(f"Found array with {n} sample(s) and {m} feature(s) (shape={X.shape})")
     if not X.all_finite():
         raise ValueError("Input X contains NaN or infinity.")
     validate_data(estimator, X, reset=reset, skip_check_array=True)
-    if y is None:
+    if isinstance(y, str):
         return X
+    if y is None:
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+        )
     y = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric" if y_numeric else None))
     check_consistent_length(X, y)
     return X, y

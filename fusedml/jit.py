@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from fusedml import _stats, pipeline
-from fusedml._config import check_fusion_mode
+from fusedml._config import COST_FIELDS, check_fusion_mode, get_config
 from fusedml.cplan.plan import Plan
 from fusedml.ir.trace import Traced, bind_value, normalize_arg, trace
 
@@ -33,7 +33,7 @@ class _Program:
 
     def __init__(self, traced: Traced) -> None:
         self.traced = traced
-        self.plans: dict[str, Plan] = {}
+        self.plans: dict[tuple, Plan] = {}  # by fusion mode and cost settings
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -131,13 +131,16 @@ class JitFunction:
                 _stats.bump("trace_cache_hits")
         mode = self.fusion if fusion is None else fusion
         requested = pipeline.resolve_fusion(mode)
+        # a plan chosen under other cost settings (fm.config(dispatch_s=...)) is not this one
+        config = get_config()
+        plan_key = (requested, tuple(getattr(config, f) for f in COST_FIELDS))
         with self._lock:
-            plan = program.plans.get(requested)
+            plan = program.plans.get(plan_key)
         if plan is None:
             outputs = [o.node for o in program.traced.outputs]
             plan = pipeline.optimize_until(outputs, "plan", requested)
             with self._lock:
-                program.plans[requested] = plan
+                program.plans[plan_key] = plan
         else:
             _stats.bump("plan_cache_hits")
         return program, plan, arguments

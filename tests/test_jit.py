@@ -91,6 +91,17 @@ def test_explain_and_modes_per_call(fresh_stats):
     assert fresh_stats()["traces"] == 1
 
 
+def test_plans_are_chosen_again_under_other_cost_settings(fresh_stats):
+    step = fm.jit(l2svm_step)
+    args = (np.ones((5, 2)), np.ones(5), np.ones(2), 0.1)
+    tiny = step.explain(*args, fusion="cost_based")  # tiny data: numpy's calls win
+    with fm.config(dispatch_s=0.0, compile_s=0.0):  # no fixed costs: fused operators win
+        free = step.explain(*args, fusion="cost_based")
+    assert not tiny.operators and free.operators
+    assert step.explain(*args, fusion="cost_based") is tiny  # each kept for its settings
+    assert fresh_stats()["traces"] == 1
+
+
 def test_jit_rejects_lazy_arguments_and_bad_modes():
     step = fm.jit(fusion="none")(l2svm_step)
     with pytest.raises(TypeError, match="argument 'lam': unsupported dtype object"):
