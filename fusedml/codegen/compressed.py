@@ -16,11 +16,11 @@ from fusedml.codegen import operands, skeletons
 from fusedml.codegen.cell import cell_kernel
 from fusedml.codegen.cla_cell import per_value, per_value_kernel
 from fusedml.codegen.cla_row import GroupedRowBody, GroupedSink, only_multiplied
-from fusedml.codegen.cla_rows import SOURCE_DIGEST
 from fusedml.codegen.operands import Operand, Param
 from fusedml.codegen.row import row_kernel
 from fusedml.formats import COMPRESSED, COMPRESSED_T
 from fusedml.formats.compressed import CompressedMatrix
+from fusedml.formats.compressed_kernels import SOURCE_DIGEST, arrays
 from fusedml.fusion.templates import TemplateType
 
 _ARGS = (
@@ -31,7 +31,7 @@ _ARGS = (
 
 TILE_ROWS = 256  # rows decoded at a time: a few hundred KB of tile per thread at most widths
 
-_HELPERS = f"import fusedml.codegen.cla_rows as cla  # cla_rows {SOURCE_DIGEST}\n"
+_HELPERS = f"import fusedml.formats.compressed_kernels as cla  # {SOURCE_DIGEST}\n"
 
 
 class CompressedOperand(Operand):
@@ -44,13 +44,7 @@ class CompressedOperand(Operand):
         return [f"{p.name}_{a}" for a in _ARGS]
 
     def marshal(self, p: Param, value: CompressedMatrix) -> list[Any]:
-        ddc, sdc = value.ddc, value.sdc
-        return [
-            value.base, *value.codes, ddc.cols, ddc.colptr, ddc.values, ddc.valptr,
-            value.sdc_offsets, value.sdc_codes, value.sdc_ptr, sdc.cols, sdc.colptr,
-            sdc.values, sdc.valptr, value.uc_cols, value.uc, ddc.tupptr, ddc.counts, sdc.tupptr,
-            sdc.counts, value.const_cols,
-        ]  # fmt: skip
+        return arrays(value)
 
     def visits_stored(self, cplan: Any, params: tuple[Param, ...]) -> bool:
         """Cell and MAgg bodies that read other inputs by column only run once per stored value

@@ -13,14 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fusedml.formats import compressed_kernels as kernels
 from fusedml.formats.compressed import CompressedMatrix, DdcGroup, SdcGroup
-
-
-def _default_rows(x: CompressedMatrix, g: SdcGroup) -> np.ndarray:
-    """Rows of an SDC group that hold its default tuple."""
-    mask = np.ones(x.shape[0], dtype=bool)
-    mask[g.offsets] = False
-    return mask
 
 
 def _used(g: DdcGroup | SdcGroup) -> tuple[np.ndarray, np.ndarray]:
@@ -105,67 +99,27 @@ def full_reduce(x: CompressedMatrix, how: str) -> float:
 
 # -- products ----------------------------------------------------------------------------------
 def right_matmul(x: CompressedMatrix, b: np.ndarray) -> np.ndarray:
-    """x @ b for a dense (m, k) b."""
-    n, _ = x.shape
-    k = b.shape[1]
-    out = np.zeros((n, k))
-    with np.errstate(all="ignore"):
-        if len(x.const_cols) and n:
-            out += x.base[x.const_cols] @ b[x.const_cols]
-        for g in x.groups:
-            if isinstance(g, DdcGroup):
-                out += (g.dictionary @ b[g.cols])[g.codes]
-            elif isinstance(g, SdcGroup):
-                part = np.empty((n, k))
-                part[:] = g.default @ b[g.cols]
-                part[g.offsets] = (g.dictionary @ b[g.cols])[g.codes]
-                out += part
-        if len(x.uc_cols):
-            out += x.uc @ b[x.uc_cols]
-    return out
-
-
-def _aggregate_rows(a: np.ndarray, codes: np.ndarray, d: int) -> np.ndarray:
-    """(k, d): column t sums a's columns i with codes[i] == t."""
-    out = np.zeros((a.shape[0], d))
-    for r, row in enumerate(a):
-        out[r] = np.bincount(codes, weights=row, minlength=d)
-    return out
-
-
-def _tuples_times(
-    a: np.ndarray, codes: np.ndarray, dictionary: np.ndarray, counts: np.ndarray
-) -> np.ndarray:
-    """a @ dictionary[codes] for a (k, len(codes)) a. Finite tuples are weighted by their rows'
-    summed a (one product per tuple); a tuple with inf or NaN is multiplied row by row, as the
-    dense product does (0 * inf and inf - inf are NaN there, not in a sum of weights)."""
-    finite = np.isfinite(dictionary).all(axis=1) & (counts > 0)
-    out = _aggregate_rows(a, codes, len(counts))[:, finite] @ dictionary[finite]
-    for t in np.flatnonzero(~finite & (counts > 0)):
-        rows = np.flatnonzero(codes == t)
-        out += a[:, rows] @ np.broadcast_to(dictionary[t], (len(rows), dictionary.shape[1]))
+    """x @ b for a dense (m, k) b: each tuple's product with b once, then per row the sum of its
+    tuples' products (``compressed_kernels.lookup_block``)."""
+    n = x.shape[0]
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    parts = kernels.arrays(x)
+    pre = kernels.premultiply(b, *parts)
+    out = np.empty((n, b.shape[1]))
+    kernels.lookup_block(out, 0, n, *pre, b, *parts)
     return out
 
 
 def left_matmul(a: np.ndarray, x: CompressedMatrix) -> np.ndarray:
-    """a @ x for a dense (k, n) a."""
-    n, m = x.shape
-    out = np.zeros((a.shape[0], m))
-    with np.errstate(all="ignore"):
-        if len(x.const_cols) and n:
-            out[:, x.const_cols] = a @ np.broadcast_to(x.base[x.const_cols], (n, len(x.const_cols)))
-        for g in x.groups:
-            if isinstance(g, DdcGroup):
-                out[:, g.cols] = _tuples_times(a, g.codes, g.dictionary, g.counts)
-            elif isinstance(g, SdcGroup):
-                part = _tuples_times(a[:, g.offsets], g.codes, g.dictionary, g.counts)
-                rest = _default_rows(x, g)
-                if rest.any():
-                    part += _tuples_times(
-                        a[:, rest], np.zeros(int(rest.sum()), np.uint8), g.default[None, :],
-                        np.array([int(rest.sum())]),
-                    )  # fmt: skip
-                out[:, g.cols] = part
-        if len(x.uc_cols):
-            out[:, x.uc_cols] = a @ x.uc
-    return out
+    """a @ x for a dense (k, n) a, as (x.T @ a.T).T: a's columns summed per tuple, then each
+    tuple's values times its sums (``compressed_kernels.scatter_block``, ``finish``; a tuple with
+    inf or NaN gives what the dense product gives)."""
+    y = np.ascontiguousarray(np.asarray(a, dtype=np.float64).T)
+    n, k = y.shape
+    parts = kernels.arrays(x)
+    fin = kernels.accumulator_rows(*parts)
+    acc = np.zeros((1, len(fin), k))
+    flags = np.zeros((1, len(fin), k), dtype=np.uint8)
+    ucacc = np.zeros((1, len(x.uc_cols), k))
+    kernels.scatter_block(y, 0, n, acc[0], flags[0], fin, ucacc[0], *parts)
+    return np.ascontiguousarray(kernels.finish(acc, flags, ucacc, n, *parts).T)

@@ -1,8 +1,10 @@
-"""Blocks of rows of a compressed matrix inside generated kernels (see ``compressed.py``,
-``cla_row.py``): decoding them into a dense tile, their products with a matrix, their share of a
-transposed product.
+"""numba kernels over blocks of rows of a compressed matrix: decoding them into a dense tile,
+their products with a matrix, their share of a transposed product. The reference interpreter's
+products use them (``compressed_ops.py``), and generated kernels call them
+(``fusedml/codegen/compressed.py``, ``cla_row.py``).
 
-Kernels call these after ``import fusedml.codegen.cla_rows as cla``: compiled once per process
+Their arguments are a matrix's packed arrays in ``arrays``' order (``P`` below). Generated kernels
+call them after ``import fusedml.formats.compressed_kernels as cla``: compiled once per process
 and linked into each kernel, instead of being compiled again inside every kernel module (which
 tripled their compile time). They work on blocks of rows, not single rows: numba does not inline
 one njit function into another, and a call per row (with some twenty arrays) cost more than the
@@ -18,6 +20,17 @@ import numba
 import numpy as np
 
 SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def arrays(x) -> list:
+    """A ``CompressedMatrix``'s packed arrays, in the order these kernels take them."""
+    ddc, sdc = x.ddc, x.sdc
+    return [
+        x.base, *x.codes, ddc.cols, ddc.colptr, ddc.values, ddc.valptr, x.sdc_offsets,
+        x.sdc_codes, x.sdc_ptr, sdc.cols, sdc.colptr, sdc.values, sdc.valptr, x.uc_cols, x.uc,
+        ddc.tupptr, ddc.counts, sdc.tupptr, sdc.counts, x.const_cols,
+    ]  # fmt: skip
+
 
 _STRICT = dict(fastmath=False, error_model="numpy", cache=True)
 
@@ -72,9 +85,8 @@ def decode_block(tile, lo, hi, base, c8, c16, c32, dcols, dcolptr, dvals, dvalpt
             tile[i - lo, ucols[q]] = uc[i, q]
 
 
-# -- products with the groups (Row operators whose compressed input is only multiplied) ---------
-# The arrays of a compressed input come in the order of ``CompressedOperand.args``; ``P`` below
-# stands for them. Accumulator rows of X.T @ Y: every DDC tuple, every SDC tuple, each SDC
+# -- products with the groups ------------------------------------------------------------------
+# Accumulator rows of X.T @ Y: every DDC tuple, every SDC tuple, each SDC
 # group's default, the constant columns (one row).
 
 
