@@ -8,6 +8,10 @@ codegen. The rest of fusedml asks a format's traits, never which format it is:
 - semantics: ``zeros_annihilate``, whether a zero of the operand annihilates in ``*``, ``@`` and as
   the numerator of ``/`` even against inf or NaN (scipy.sparse's and SystemDS's rule), and so
   whether results computed from it may stay sparse;
+- closure: ``elementwise_closed``, whether elementwise ops of one of its values with scalars
+  give a value of the format (value-based encodings map their stored values); ``transposed``,
+  the format of a transpose; ``computes_natively``, whether converting a value to its canonical
+  format is a decompression that code knowing only canonical values should not do;
 - layout: ``iterates_nonzeros``, whether kernels may visit only a row's stored entries;
   ``views``, whether transposes and column ranges are free views; ``threaded_products``, whether
   unfused products with it run on every core (BLAS) or on one (scipy.sparse);
@@ -39,6 +43,9 @@ class Format:
     # an elementwise op whose only matrix operand is one value of this format (with scalars)
     # gives a value of this format: value-based encodings apply it to their stored values
     elementwise_closed: bool = False
+    # its canonical form is far bigger (a decompression): code that only knows canonical values
+    # (hand-written kernels) leaves it to operations that run on it natively
+    computes_natively: bool = False
 
     # registered formats in detection order; the dense format is the fallback for array-likes
     _registry: ClassVar[list[Format]] = []

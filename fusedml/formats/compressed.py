@@ -416,6 +416,7 @@ class _Compressed(Format):
     name = "compressed"
     views = False  # a transpose or column range is a new (dense) matrix
     elementwise_closed = True
+    computes_natively = True
     # kernels read a cell's code (1-2 bytes) and a dictionary that stays in cache: a typical
     # compressed matrix is read at about this many bytes per cell (the cost model's figure)
     BYTES_PER_CELL = 2.0
@@ -484,6 +485,7 @@ class _CompressedT(Format):
 
     name = "compressed_t"
     views = False
+    computes_natively = True
     BYTES_PER_CELL = _Compressed.BYTES_PER_CELL
 
     def nbytes(self, meta: Any) -> float:

@@ -121,6 +121,11 @@ class LocalBackend:
         return evaluate_dag(cplan.body, dict(zip(cplan.params, inputs, strict=True)), self)
 
     def run_hand(self, node: Node, args: Sequence[Value]) -> Value:
+        """A hand operator's kernel over canonical values; inputs of a format that would be
+        decompressed for it (``Format.computes_natively``) run its definition instead."""
+        if any(i.meta.format.computes_natively for i in node.inputs):
+            _stats.bump("hand_ops_by_reference")
+            return self.run_node(node, args)
         try:
             return hand.run(
                 node,

@@ -277,9 +277,9 @@ def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
             value = _native(node, args)
         if value is not NotImplemented:
             return value
-    args = [i.meta.format.to_canonical(a) for i, a in zip(node.inputs, args, strict=True)]
-    if node.op is Op.HAND:
+    if node.op is Op.HAND:  # its definition, node by node (each may run natively)
         return _hand(node, args)
+    args = [i.meta.format.to_canonical(a) for i, a in zip(node.inputs, args, strict=True)]
     with np.errstate(all="ignore"):
         if node.op in ELEMENTWISE:
             return _elementwise(node, args)
