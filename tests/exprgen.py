@@ -283,3 +283,23 @@ def build(tree, inputs):
     if kind == "hstack":
         return fm.hstack([build(t, inputs) for t in tree[1]])
     raise ValueError(kind)
+
+
+def check_in_modes(tree, leaves, modes, fmt, runs, label, sparse=None, dense=None):
+    """``check`` in each (fusion mode, config overrides) of ``modes`` with leaves converted
+    (``sparse``/``dense`` as ``check`` takes them); every fused operator ran as a kernel. Adds the
+    fused operators to ``runs["fused"]`` and those an input of format ``fmt`` drives to
+    ``runs[label]``."""
+    counters = ("fused_ops_executed", "kernels_executed", "fused_ops_by_reference")
+    for mode, overrides in modes:
+        before = fm.stats()
+        with fm.config(**overrides):
+            check(tree, leaves, fusion=mode, sparse=sparse, dense=dense)
+            expr = build(tree, fm_leaves(leaves, sparse, dense))
+            plan = fm.explain(expr, fusion=mode)
+        after = fm.stats()
+        ran = {k: after.get(k, 0) - before.get(k, 0) for k in counters}
+        assert ran["kernels_executed"] == ran["fused_ops_executed"], ran
+        assert ran["fused_ops_by_reference"] == 0, ran
+        runs["fused"] += ran["fused_ops_executed"]
+        runs[label] += sum(op.main_input.meta.format is fmt for op in plan.operators)

@@ -11,7 +11,6 @@ import fusedml as fm
 from fusedml.formats import COMPRESSED, Format
 from fusedml.formats import compressed_ops as ops
 from tests import cla, exprgen
-from tests.exprgen import check
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e300, -1e-300, 2.5])
 
@@ -99,24 +98,10 @@ MODES.append(("cost_based", {"dispatch_s": 0.0, "compile_s": 0.0}))  # tiny inpu
 
 
 def corpus_runs(tree, leaves, runs: Counter) -> None:
-    """The case in every fusion mode (cost-based also without fixed costs, so that tiny inputs
-    are fused) with every dense 2-D leaf compressed; every fused operator ran as a kernel."""
-    for mode, overrides in MODES:
-        before = fm.stats()
-        with fm.config(**overrides):
-            check(tree, leaves, fusion=mode, dense=to_compressed)
-            plan = fm.explain(
-                exprgen.build(tree, exprgen.fm_leaves(leaves, dense=to_compressed)), fusion=mode
-            )
-        after = fm.stats()
-        ran = {k: after.get(k, 0) - before.get(k, 0) for k in ("fused_ops_executed",
-               "kernels_executed", "fused_ops_by_reference")}  # fmt: skip
-        assert ran["kernels_executed"] == ran["fused_ops_executed"], ran
-        assert ran["fused_ops_by_reference"] == 0, ran
-        runs["fused"] += ran["fused_ops_executed"]
-        runs["compressed driven"] += sum(
-            op.main_input.meta.format is COMPRESSED for op in plan.operators
-        )
+    """The case in every fusion mode with every dense 2-D leaf compressed."""
+    exprgen.check_in_modes(
+        tree, leaves, MODES, COMPRESSED, runs, "compressed driven", dense=to_compressed
+    )
 
 
 def test_differential_corpus_with_compressed_leaves():

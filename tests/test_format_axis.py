@@ -11,7 +11,6 @@ from hypothesis import given, settings
 
 import fusedml as fm
 from tests import ell, exprgen
-from tests.exprgen import check
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -24,26 +23,17 @@ def to_ell(csr):
     return ell.Ell.from_csr(sp.csr_array(csr))
 
 
+# FA and cost-based, also without fixed costs (so that its tiny inputs are fused), with every
+# CSR leaf given as ELL (the oracle's CSR semantics are ELL's)
+MODES = (
+    ("fuse_all", {}),
+    ("cost_based", {}),
+    ("cost_based", {"dispatch_s": 0.0, "compile_s": 0.0}),
+)
+
+
 def corpus_runs(tree, leaves, runs: Counter) -> None:
-    """The case in FA and cost-based mode (also without fixed costs, so that its tiny inputs
-    are fused) with every CSR leaf given as ELL (the oracle's CSR semantics are ELL's); every
-    fused operator ran as a kernel. Counts fused operators and those an ELL input drives."""
-    for mode, overrides in (
-        ("fuse_all", {}),
-        ("cost_based", {}),
-        ("cost_based", {"dispatch_s": 0.0, "compile_s": 0.0}),
-    ):
-        before = fm.stats()
-        with fm.config(**overrides):
-            check(tree, leaves, fusion=mode, sparse=to_ell)
-            plan = fm.explain(exprgen.build(tree, exprgen.fm_leaves(leaves, to_ell)), fusion=mode)
-        after = fm.stats()
-        ran = {k: after.get(k, 0) - before.get(k, 0) for k in ("fused_ops_executed",
-               "kernels_executed", "fused_ops_by_reference")}  # fmt: skip
-        assert ran["kernels_executed"] == ran["fused_ops_executed"], ran
-        assert ran["fused_ops_by_reference"] == 0, ran
-        runs["fused"] += ran["fused_ops_executed"]
-        runs["ell driven"] += sum(op.main_input.meta.format is ell.ELL for op in plan.operators)
+    exprgen.check_in_modes(tree, leaves, MODES, ell.ELL, runs, "ell driven", sparse=to_ell)
 
 
 def test_differential_corpus_with_ell_leaves():

@@ -480,16 +480,12 @@ class TransposedCompressed:
         return f"<transpose of {self.T!r}>"
 
 
-class _CompressedT(Format):
-    """Lazy transposes of compressed matrices (dense semantics); kernels read them decompressed."""
+class _CompressedT(_Compressed):
+    """Lazy transposes of compressed matrices (dense semantics; sizes and conversions as the
+    matrix they transpose); kernels read them decompressed."""
 
     name = "compressed_t"
-    views = False
-    computes_natively = True
-    BYTES_PER_CELL = _Compressed.BYTES_PER_CELL
-
-    def nbytes(self, meta: Any) -> float:
-        return self.BYTES_PER_CELL * meta.cells
+    elementwise_closed = False  # an elementwise op on a transpose is computed densely
 
     @property
     def transposed(self) -> Format:
@@ -502,15 +498,6 @@ class _CompressedT(Format):
         if isinstance(value, TransposedCompressed):
             return value
         return TransposedCompressed(COMPRESSED.from_value(np.asarray(value).T, what))
-
-    def nnz(self, value: Any) -> int:
-        return value.nnz
-
-    def to_canonical(self, value: Any) -> np.ndarray:
-        return value.decompress()
-
-    def to_dense(self, value: Any) -> np.ndarray:
-        return value.decompress()
 
     def arrays(self, value: Any) -> list[np.ndarray]:
         return value.T.arrays()

@@ -16,6 +16,8 @@ import numpy as np
 from fusedml.formats import compressed_kernels as kernels
 from fusedml.formats.compressed import CompressedMatrix, DdcGroup, SdcGroup
 
+_UFUNCS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
 
 def _used(g: DdcGroup | SdcGroup) -> tuple[np.ndarray, np.ndarray]:
     """(dictionary, counts) of the tuples some row holds."""
@@ -36,7 +38,7 @@ def map_values(x: CompressedMatrix, f: Callable[[np.ndarray], np.ndarray]) -> Co
 def col_reduce(x: CompressedMatrix, how: str) -> np.ndarray:
     """Per column sum, min or max (a 1 x m row)."""
     n, m = x.shape
-    ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[how]
+    ufunc = _UFUNCS[how]
     out = np.full(m, 0.0 if how == "sum" else np.nan)
     with np.errstate(all="ignore"):
         if n:
@@ -67,7 +69,7 @@ def _group_col_reduce(x, g, how: str, ufunc) -> np.ndarray:
 def row_reduce(x: CompressedMatrix, how: str) -> np.ndarray:
     """Per row sum, min or max (an n x 1 column)."""
     n = x.shape[0]
-    ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[how]
+    ufunc = _UFUNCS[how]
     out = np.full(n, 0.0 if how == "sum" else np.nan)
     with np.errstate(all="ignore"):
         if len(x.const_cols):
@@ -92,7 +94,7 @@ def row_reduce(x: CompressedMatrix, how: str) -> np.ndarray:
 def full_reduce(x: CompressedMatrix, how: str) -> float:
     """Sum, min or max over every cell."""
     cols = col_reduce(x, how).reshape(-1)
-    ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[how]
+    ufunc = _UFUNCS[how]
     with np.errstate(all="ignore"):
         return float(ufunc.reduce(cols)) if len(cols) else 0.0
 
