@@ -7,8 +7,9 @@ and ``X.T @ Y`` (an output, Y computed per row), no row of X is ever decoded:
   (``cla.premultiply``); a chunk's rows' products are the sums of their tuples' products
   (``cla.lookup_block``, before the chunk's row loop), plus uncompressed columns times B;
 - ``X.T @ Y``: the chunk's rows of Y are kept; after its row loop each row's Y is added into an
-  accumulator row per tuple it holds (``cla.scatter_block``); after the chunks, each tuple's
-  values times its summed Y give the output
+  accumulator row per tuple it holds (``cla.scatter_block``); groups with very many tuples
+  instead get one accumulator, filled from all of Y after the chunks, a group per thread
+  (``cla.scatter_group``); each tuple's values times its summed Y give the output
   (``cla.finish``; tuples with inf or NaN use the signs of the Y values instead, so the result is
   the dense product's).
 
@@ -109,18 +110,30 @@ class GroupedSink(_Sink):
         width = rb.width[self.value]
         cols = 1 if width is None else width
         acc, flags, ucacc, y = f"acc{k}", f"flags{k}", f"ucacc{k}", f"y{k}"
-        head(1, f"{acc} = np.zeros((nchunk, {n}_fin.shape[0], {cols}))")
-        head(1, f"{flags} = np.zeros((nchunk, {n}_fin.shape[0], {cols}), dtype=np.uint8)")
+        big, accbig, flagsbig, yall = f"big{k}", f"accbig{k}", f"flagsbig{k}", f"yall{k}"
+        args = _args(main)
+        head(1, f"{big} = cla.big_groups({args})")
+        head(1, f"{acc} = np.empty((nchunk, {n}_fin.shape[0], {cols}))")  # see cla.clear_rows
+        head(1, f"{flags} = np.zeros((nchunk, cla.flag_rows({n}_fin), {cols}), dtype=np.uint8)")
         head(1, f"{ucacc} = np.zeros((nchunk, {n}_ucols.shape[0], {cols}))")
+        # groups too big for an accumulator per chunk: all of Y is kept for them
+        head(1, f"{accbig} = np.zeros(({n}_fin.shape[0] if {big}.size else 0, {cols}))")
+        head(1, f"{flagsbig} = np.zeros((cla.flag_rows({n}_fin) if {big}.size else 0, {cols}), "
+                "dtype=np.uint8)")  # fmt: skip
+        head(1, f"{yall} = np.empty((m if {big}.size else 0, {cols}))")
+        chunk(2, f"cla.clear_rows({acc}[c], cla.BIG, {args})")
         chunk(2, f"{y} = np.empty((hi - lo, {cols}))")
         for q in range(cols) if cols <= 4 else ():
             tail(3, f"{y}[i - lo, {q}] = {rb._at(self.value, str(q))}")
         if cols > 4:
             tail(3, f"for q in range({cols}):")
             tail(4, f"{y}[i - lo, q] = {rb._at(self.value, 'q')}")
-        end(
-            2,
-            f"cla.scatter_block({y}, lo, hi, {acc}[c], {flags}[c], {n}_fin, {ucacc}[c], "
-            f"{_args(main)})",
-        )
-        end(1, f"out{k} = cla.finish({acc}, {flags}, {ucacc}, m, {_args(main)})", after=True)
+        end(2, f"cla.scatter_block({y}, lo, hi, {acc}[c], {flags}[c], {n}_fin, {ucacc}[c], "
+               f"cla.BIG, {args})")  # fmt: skip
+        end(2, f"if {big}.size:")
+        end(3, f"{yall}[lo:hi] = {y}")
+        end(1, f"for b in prange({big}.size):", after=True)
+        end(2, f"cla.scatter_group({yall}, {big}[b], {accbig}, {flagsbig}, {n}_fin, {args})",
+            after=True)  # fmt: skip
+        end(1, f"out{k} = cla.finish({acc}, {flags}, {ucacc}, {accbig}, {flagsbig}, {big}, m, "
+               f"{args})", after=True)  # fmt: skip

@@ -10,7 +10,8 @@ tuples once (a dictionary, one row per tuple) and, per row, which tuple it holds
 - uncompressed: the columns' dense values.
 
 Groups are built one by one (``DdcGroup`` ...) and packed by kind for kernels: every DDC group's
-codes sit in one row-major code matrix per code width, so one row's tuples are adjacent; every SDC
+codes sit in one code matrix per code width, a row per group (kernels run group by group over a
+block of rows, so each group's codes are read as one contiguous stream); every SDC
 group's offsets and codes are concatenated; the constant and SDC default values form one
 ``base`` row that a row's decoding starts from. Dictionaries of all groups of a kind share flat
 arrays (``Dictionaries``). Tuples compare by bit pattern: -0.0 and 0.0 are different tuples and
@@ -207,9 +208,9 @@ class CompressedMatrix:
         by_width = [[g for g in ddc if code_dtype(g.distinct) is t] for t in CODE_TYPES]
         codes = tuple(
             np.ascontiguousarray(
-                np.stack([g.codes for g in part], axis=1).astype(t, copy=False)
+                np.stack([g.codes for g in part]).astype(t, copy=False)
                 if part
-                else np.zeros((n, 0), t)
+                else np.zeros((0, n), t)
             )
             for t, part in zip(CODE_TYPES, by_width, strict=True)
         )
@@ -271,9 +272,9 @@ class CompressedMatrix:
         out: list[Group] = []
         k = 0
         for codes in self.codes:
-            for j in range(codes.shape[1]):
+            for j in range(codes.shape[0]):
                 cols, dictionary, counts = self.ddc.group(k)
-                out.append(DdcGroup(cols, dictionary, codes[:, j], counts))
+                out.append(DdcGroup(cols, dictionary, codes[j], counts))
                 k += 1
         for k in range(len(self.sdc)):
             cols, dictionary, counts = self.sdc.group(k)

@@ -50,15 +50,15 @@ def first_at_or_after(offsets, lo, hi, i):
 @numba.njit(**_STRICT)
 def _decode_ddc(tile, lo, hi, codes, first, cols, colptr, vals, valptr):
     # unsigned indices: LLVM drops numba's negative-index wrap-around (3x on these loops)
-    for q in range(codes.shape[1]):
+    for q in range(codes.shape[0]):
         g = first + q
         start, width = np.uint64(colptr[g]), np.uint64(colptr[g + 1] - colptr[g])
         at0 = np.uint64(valptr[g])
         for i in range(np.uint64(lo), np.uint64(hi)):
-            at = at0 + np.uint64(codes[i, q]) * width
+            at = at0 + np.uint64(codes[q, i]) * width
             for e in range(width):
                 tile[i - np.uint64(lo), np.uint64(cols[start + e])] = vals[at + e]
-    return first + codes.shape[1]
+    return first + codes.shape[0]
 
 
 @numba.njit(**_STRICT)
@@ -134,17 +134,52 @@ def _add_ddc(out, lo, hi, codes, first, tupptr, pd):
     # unsigned indices: LLVM drops numba's negative-index wrap-around (3x on these loops)
     k = out.shape[1]
     ulo = np.uint64(lo)
-    for q in range(codes.shape[1]):
+    paired = codes.shape[0] // 2 * 2 if k == 1 else 0
+    for q in range(0, paired, 2):  # two groups per pass: half the loads and stores of out
+        at, bt = np.uint64(tupptr[first + q]), np.uint64(tupptr[first + q + 1])
+        for i in range(ulo, np.uint64(hi)):
+            two = pd[at + np.uint64(codes[q, i]), 0] + pd[bt + np.uint64(codes[q + 1, i]), 0]
+            out[i - ulo, 0] += two
+    for q in range(paired, codes.shape[0]):
         at = np.uint64(tupptr[first + q])
         if k == 1:
             for i in range(ulo, np.uint64(hi)):
-                out[i - ulo, 0] += pd[at + np.uint64(codes[i, q]), 0]
+                out[i - ulo, 0] += pd[at + np.uint64(codes[q, i]), 0]
         else:
             for i in range(ulo, np.uint64(hi)):
-                row = at + np.uint64(codes[i, q])
+                row = at + np.uint64(codes[q, i])
                 for r in range(k):
                     out[i - ulo, r] += pd[row, r]
-    return first + codes.shape[1]
+    return first + codes.shape[0]
+
+
+@numba.njit(**_STRICT)
+def _add_sdc(out, lo, hi, soff, first, last, scodes, tuples, ps, pdef):
+    """One SDC group's products for the rows lo..hi-1: its tuples' at its offsets, the default's
+    in the runs between them (a loop per run, not a test per row)."""
+    k = out.shape[1]
+    p = first_at_or_after(soff, first, last, lo)
+    # out starts at +0.0 or a value, and sums to which +0.0 is added never give -0.0: adding a
+    # +0.0 default changes nothing, so its runs are skipped
+    zero = True
+    for r in range(k):
+        zero = zero and pdef[r] == 0.0 and not np.signbit(pdef[r])
+    i = lo
+    while p < last and soff[p] < hi:
+        o = soff[p]
+        if not zero:
+            for j in range(i - lo, o - lo):
+                for r in range(k):
+                    out[j, r] += pdef[r]
+        row = tuples + np.int64(scodes[p])
+        for r in range(k):
+            out[o - lo, r] += ps[row, r]
+        i = o + 1
+        p += 1
+    if not zero:
+        for j in range(i - lo, hi - lo):
+            for r in range(k):
+                out[j, r] += pdef[r]
 
 
 @numba.njit(**_STRICT)
@@ -160,18 +195,7 @@ def lookup_block(out, lo, hi, pd, ps, pdef, pc, b, base, c8, c16, c32, dcols, dc
     g = _add_ddc(out, lo, hi, c16, g, dtupptr, pd)
     _add_ddc(out, lo, hi, c32, g, dtupptr, pd)
     for s in range(sptr.shape[0] - 1):
-        p = first_at_or_after(soff, sptr[s], sptr[s + 1], lo)
-        for i in range(lo, hi):
-            if p < sptr[s + 1] and soff[p] == i:
-                row = stupptr[s] + np.int64(scodes[p])
-                p += 1
-                for r in range(k):
-                    out[i - lo, r] += ps[row, r]
-            elif k == 1:
-                out[i - lo, 0] += pdef[s, 0]
-            else:
-                for r in range(k):
-                    out[i - lo, r] += pdef[s, r]
+        _add_sdc(out, lo, hi, soff, sptr[s], sptr[s + 1], scodes, stupptr[s], ps, pdef[s])
     for i in range(lo, hi):
         for q in range(ucols.shape[0]):
             v = uc[i, q]
@@ -200,6 +224,13 @@ def accumulator_rows(base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, s
         if not np.isfinite(base[ccols[q]]):
             fin[nd + ns + nsdc] = False
     return fin
+
+
+@numba.njit(**_STRICT)
+def flag_rows(fin):
+    """Rows of the sign flags X.T @ Y needs: one per accumulator row if a tuple is not finite,
+    else none (the flags are only read for such tuples)."""
+    return 0 if fin.all() else fin.shape[0]
 
 
 @numba.njit(**_STRICT)
@@ -235,19 +266,44 @@ def _add_run(acc, flags, fin, row, y, start, stop):
 
 
 @numba.njit(**_STRICT)
-def _scatter_sdc(acc, flags, fin, y, lo, hi, soff, first, last, scodes, tuples, end, default):
+def _scatter_sdc_dense(acc, y, lo, hi, soff, p, stop, scodes, tuples, end, default, part):
+    """``_scatter_sdc`` for an SDC group holding many of the rows lo..hi-1: their codes are
+    written out (the default as the last code) and added up as a DDC group's are, without a
+    branch per row or per run."""
+    ntup = end - tuples
+    codes = np.full((1, hi - lo), ntup, dtype=np.uint16)
+    for q in range(p, stop):
+        codes[0, soff[q] - lo] = scodes[q]
+    sums = np.zeros((ntup + 1, 1))
+    _scatter_small(sums, y, 0, hi - lo, codes, 0, np.uint64(0), ntup + 1, part)
+    for t in range(ntup):
+        acc[tuples + t, 0] += sums[t, 0]
+    acc[default, 0] += sums[ntup, 0]
+
+
+@numba.njit(**_STRICT)
+def _scatter_sdc(acc, flags, fin, y, lo, hi, soff, first, last, scodes, tuples, end, default,
+                 part):  # fmt: skip
     """One SDC group's rows lo..hi-1: a row at an offset into its tuple's row (from ``tuples``),
     every other row into the default's."""
     k = y.shape[1]
     p = first_at_or_after(soff, first, last, lo)
-    if k == 1 and fin[default] and fin[tuples:end].all():  # the common case, without checks
-        total = 0.0
-        for i in range(lo, hi):
-            if p < last and soff[p] == i:
-                acc[tuples + np.int64(scodes[p]), 0] += y[i - lo, 0]
-                p += 1
-            else:
-                total += y[i - lo, 0]
+    finite = fin[default] and fin[tuples:end].all()
+    stop = first_at_or_after(soff, p, last, hi)
+    if k == 1 and finite and end - tuples < SMALL and 8 * (stop - p) > hi - lo:
+        _scatter_sdc_dense(acc, y, lo, hi, soff, p, stop, scodes, tuples, end, default, part)
+        return
+    if k == 1 and finite:  # the common case, without checks
+        total, i = 0.0, lo
+        while p < last and soff[p] < hi:  # a loop per run of default rows, not a test per row
+            o = soff[p]
+            for j in range(np.uint64(i - lo), np.uint64(o - lo)):
+                total += y[j, 0]
+            acc[tuples + np.int64(scodes[p]), 0] += y[o - lo, 0]
+            i = o + 1
+            p += 1
+        for j in range(np.uint64(i - lo), np.uint64(hi - lo)):
+            total += y[j, 0]
         acc[default, 0] += total
         return
     for i in range(lo, hi):
@@ -261,42 +317,124 @@ def _scatter_sdc(acc, flags, fin, y, lo, hi, soff, first, last, scodes, tuples, 
             _signs(flags, row, y, i - lo)
 
 
+# Rows in a run of one code add into one accumulator, each add waiting for the previous one
+# (store-to-load forwarding, ~5 cycles); groups with at most SMALL tuples add into LANES
+# interleaved partial accumulators instead (4x faster on sorted columns), summed after the block.
+SMALL, LANES = 1024, 8
+
+
 @numba.njit(**_STRICT)
-def _scatter_ddc(acc, flags, fin, y, lo, hi, codes, first, tupptr):
+def _scatter_small(acc, y, lo, hi, codes, q, at, ntup, part):
+    """acc[at + t] += the y of the rows lo..hi-1 whose code in column q of codes is t."""
+    ulo, lanes = np.uint64(lo), np.uint64(LANES)
+    part[: ntup * lanes] = 0.0
+    whole = ulo + (np.uint64(hi) - ulo) // lanes * lanes
+    for i in range(ulo, whole, lanes):
+        for u in range(lanes):
+            part[np.uint64(codes[q, i + u]) * lanes + u] += y[i + u - ulo, 0]
+    for i in range(whole, np.uint64(hi)):
+        part[np.uint64(codes[q, i]) * lanes] += y[i - ulo, 0]
+    for t in range(np.uint64(ntup)):
+        total = 0.0
+        for u in range(lanes):
+            total += part[t * lanes + u]
+        acc[at + t, 0] += total
+
+
+@numba.njit(**_STRICT)
+def _scatter_column(acc, flags, fin, y, lo, hi, codes, q, at, end, part):
+    """The rows lo..hi-1 of one DDC group (codes in column q, accumulator rows at..end-1)."""
     k = y.shape[1]
-    ulo = np.uint64(lo)
-    for q in range(codes.shape[1]):
-        at = np.uint64(tupptr[first + q])
-        finite = fin[tupptr[first + q] : tupptr[first + q + 1]].all()
-        if finite and k == 1:  # the common case, without per-row checks
-            for i in range(ulo, np.uint64(hi)):
-                acc[at + np.uint64(codes[i, q]), 0] += y[i - ulo, 0]
-            continue
+    ulo, at = np.uint64(lo), np.uint64(at)
+    finite = fin[at:end].all()
+    if finite and k == 1 and end - at <= SMALL:
+        _scatter_small(acc, y, lo, hi, codes, q, at, end - at, part)
+    elif finite and k == 1:  # the common case, without per-row checks
         for i in range(ulo, np.uint64(hi)):
-            row = at + np.uint64(codes[i, q])
+            acc[at + np.uint64(codes[q, i]), 0] += y[i - ulo, 0]
+    else:
+        for i in range(ulo, np.uint64(hi)):
+            row = at + np.uint64(codes[q, i])
             for r in range(k):  # written out, not a call: numba does not inline those
                 acc[row, r] += y[i - ulo, r]
             if not finite and not fin[row]:
                 _signs(flags, row, y, i - ulo)
-    return first + codes.shape[1]
 
 
 @numba.njit(**_STRICT)
-def scatter_block(y, lo, hi, acc, flags, fin, ucacc, base, c8, c16, c32, dcols, dcolptr, dvals,
-                  dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
+def _scatter_ddc(acc, flags, fin, y, lo, hi, codes, first, tupptr, part, limit):
+    for q in range(codes.shape[0]):
+        at, end = tupptr[first + q], tupptr[first + q + 1]
+        if end - at <= limit:
+            _scatter_column(acc, flags, fin, y, lo, hi, codes, q, at, end, part)
+    return first + codes.shape[0]
+
+
+# A DDC group with more tuples than BIG has an accumulator too large to keep per row chunk
+# (each chunk's copy starts cold in cache: 2x the scatter's time on 40k-tuple groups); in
+# generated kernels such groups add the rows of all chunks into one accumulator instead, one
+# group per thread (``big_groups``, ``scatter_group``).
+BIG = 16384
+ALL = np.iinfo(np.int64).max  # scatter_block's limit when it adds every group
+
+
+@numba.njit(**_STRICT)
+def big_groups(base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr, scols,
+               scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr, scounts,
+               ccols):  # fmt: skip
+    """The DDC groups with more than BIG tuples."""
+    return np.flatnonzero(np.diff(dtupptr) > BIG)
+
+
+@numba.njit(**_STRICT)
+def clear_rows(acc, limit, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr,
+               scols, scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr, scounts,
+               ccols):  # fmt: skip
+    """Zero the accumulator rows ``scatter_block(..., limit, ...)`` adds into. The others are
+    never touched, so a chunk's accumulator is allocated empty and the big groups' rows (most of
+    it, and never read) cost no memory traffic."""
+    lo = 0
+    for g in range(dtupptr.shape[0] - 1):
+        if dtupptr[g + 1] - dtupptr[g] > limit:
+            acc[lo : dtupptr[g]] = 0.0
+            lo = dtupptr[g + 1]
+    acc[lo:] = 0.0
+
+
+@numba.njit(**_STRICT)
+def scatter_group(y, g, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr,
+                  soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
                   dcounts, stupptr, scounts, ccols):  # fmt: skip
+    """Every row of X.T @ Y (``y``: all rows of Y) for DDC group g alone."""
+    n8, n16, m = c8.shape[0], c16.shape[0], y.shape[0]
+    at, end, part = dtupptr[g], dtupptr[g + 1], np.empty(0)
+    if g < n8:
+        _scatter_column(acc, flags, fin, y, 0, m, c8, g, at, end, part)
+    elif g < n8 + n16:
+        _scatter_column(acc, flags, fin, y, 0, m, c16, g - n8, at, end, part)
+    else:
+        _scatter_column(acc, flags, fin, y, 0, m, c32, g - n8 - n16, at, end, part)
+
+
+@numba.njit(**_STRICT)
+def scatter_block(y, lo, hi, acc, flags, fin, ucacc, limit, base, c8, c16, c32, dcols, dcolptr,
+                  dvals, dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc,
+                  dtupptr, dcounts, stupptr, scounts, ccols):  # fmt: skip
     """Rows lo..hi-1 of X.T @ Y (``y[i - lo]``: row i of Y): each row's y added into the rows of
-    the tuples it holds; uncompressed columns multiplied out."""
+    the tuples it holds, except for DDC groups of more than ``limit`` tuples; uncompressed
+    columns multiplied out."""
     nd, ns = dtupptr[dtupptr.shape[0] - 1], stupptr[stupptr.shape[0] - 1]
     nsdc = scolptr.shape[0] - 1
     k = y.shape[1]
-    g = _scatter_ddc(acc, flags, fin, y, lo, hi, c8, 0, dtupptr)
-    g = _scatter_ddc(acc, flags, fin, y, lo, hi, c16, g, dtupptr)
-    _scatter_ddc(acc, flags, fin, y, lo, hi, c32, g, dtupptr)
+    part = np.empty(SMALL * LANES)
+    g = _scatter_ddc(acc, flags, fin, y, lo, hi, c8, 0, dtupptr, part, limit)
+    g = _scatter_ddc(acc, flags, fin, y, lo, hi, c16, g, dtupptr, part, limit)
+    _scatter_ddc(acc, flags, fin, y, lo, hi, c32, g, dtupptr, part, limit)
     for s in range(nsdc):
         _scatter_sdc(acc, flags, fin, y, lo, hi, soff, sptr[s], sptr[s + 1], scodes,
-                     nd + stupptr[s], nd + stupptr[s + 1], nd + ns + s)  # fmt: skip
-    _add_run(acc, flags, fin, nd + ns + nsdc, y, 0, hi - lo)  # constant columns: every row
+                     nd + stupptr[s], nd + stupptr[s + 1], nd + ns + s, part)  # fmt: skip
+    if ccols.shape[0]:  # constant columns: every row
+        _add_run(acc, flags, fin, nd + ns + nsdc, y, 0, hi - lo)
     for i in range(lo, hi):
         for q in range(ucols.shape[0]):
             v = uc[i, q]
@@ -327,25 +465,43 @@ def _finish_tuples(out, acc, flags, first, cols, colptr, vals, valptr, tupptr, c
             row = first + tupptr[g] + t
             at = valptr[g] + t * width
             for q in range(width):
-                j = cols[lo + q]
+                j, v = cols[lo + q], vals[at + q]
                 for r in range(k):
-                    out[j, r] += _times(vals[at + q], acc[row, r], flags[row, r])
+                    if np.isfinite(v):  # _times' first case, without its call
+                        out[j, r] += v * acc[row, r]
+                    else:
+                        out[j, r] += _times(v, acc[row, r], flags[row, r])
 
 
 @numba.njit(**_STRICT)
-def finish(acc_chunks, flag_chunks, uc_chunks, m, base, c8, c16, c32, dcols, dcolptr, dvals,
-           dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
-           dcounts, stupptr, scounts, ccols):  # fmt: skip
-    """X.T @ Y from the chunks' accumulators (combined in chunk order)."""
+def finish(acc_chunks, flag_chunks, uc_chunks, accbig, flagsbig, big, m, base, c8, c16, c32,
+           dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr,
+           ucols, uc, dtupptr, dcounts, stupptr, scounts, ccols):  # fmt: skip
+    """X.T @ Y from the chunks' accumulators (combined in chunk order) and, for the DDC groups
+    in ``big``, from ``accbig``. The flags may have no rows when every tuple is finite
+    (``flag_rows``)."""
     nchunk, nrows, k = acc_chunks.shape
     acc = np.zeros((nrows, k))
     flags = np.zeros((nrows, k), dtype=np.uint8)
+    # the accumulator rows kept per chunk: runs between the big groups' rows
+    starts, stops = [0], []
+    for b in range(big.shape[0]):
+        lo, hi = dtupptr[big[b]], dtupptr[big[b] + 1]
+        stops.append(lo)
+        starts.append(hi)
+        acc[lo:hi] = accbig[lo:hi]
+        if flagsbig.shape[0]:
+            flags[lo:hi] = flagsbig[lo:hi]
+    stops.append(nrows)
     ucacc = np.zeros((ucols.shape[0], k))
     for c in range(nchunk):
-        for row in range(nrows):
-            for r in range(k):
-                acc[row, r] += acc_chunks[c, row, r]
-                flags[row, r] |= flag_chunks[c, row, r]
+        for run in range(len(starts)):
+            for row in range(starts[run], stops[run]):
+                for r in range(k):
+                    acc[row, r] += acc_chunks[c, row, r]
+                if flag_chunks.shape[1]:
+                    for r in range(k):
+                        flags[row, r] |= flag_chunks[c, row, r]
         for q in range(ucols.shape[0]):
             for r in range(k):
                 ucacc[q, r] += uc_chunks[c, q, r]

@@ -123,5 +123,8 @@ def left_matmul(a: np.ndarray, x: CompressedMatrix) -> np.ndarray:
     acc = np.zeros((1, len(fin), k))
     flags = np.zeros((1, len(fin), k), dtype=np.uint8)
     ucacc = np.zeros((1, len(x.uc_cols), k))
-    kernels.scatter_block(y, 0, n, acc[0], flags[0], fin, ucacc[0], *parts)
-    return np.ascontiguousarray(kernels.finish(acc, flags, ucacc, n, *parts).T)
+    kernels.scatter_block(y, 0, n, acc[0], flags[0], fin, ucacc[0], kernels.ALL, *parts)
+    none = np.zeros((0, k))
+    out = kernels.finish(acc, flags, ucacc, none, none.astype(np.uint8), np.zeros(0, np.int64),
+                         n, *parts)  # fmt: skip
+    return np.ascontiguousarray(out.T)
