@@ -139,3 +139,14 @@ def test_rebound_global_or_closure_variable_retraces(fresh_stats):
     counters = fresh_stats()
     assert counters["retraces_for_rebound_variables"] == 3  # one per function
     assert counters["traces"] == 3 * 2
+
+
+def test_compressed_size_class_is_part_of_the_signature(fresh_stats):
+    step = fm.jit(fusion="none")(lambda X: fm.sum(X * X))
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 4, (2000, 3)).astype(float)
+    step(fm.compress(small))
+    step(fm.compress(small[::-1].copy()))  # other values, the same sizes
+    assert fresh_stats()["traces"] == 1
+    step(fm.compress(rng.integers(0, 1000, (2000, 3)).astype(float), min_ratio=0.0))
+    assert fresh_stats()["traces"] == 2

@@ -158,7 +158,7 @@ def construct(op: Candidate) -> CPlan:
             name, n_scalar = f"s{n_scalar}", n_scalar + 1
         else:
             name, n_matrix = f"b{n_matrix}", n_matrix + 1
-        placeholders[i] = data(name, i.shape, i.meta.format, i.meta.nnz)
+        placeholders[i] = data(name, i.shape, i.meta.format, i.meta.nnz, i.meta.layout)
     mapped = dict(placeholders)  # literals are not inputs: they map to themselves
     for node in Dag(op.roots).nodes:
         if node in op.nodes:

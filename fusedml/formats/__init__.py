@@ -15,7 +15,9 @@ codegen. The rest of fusedml asks a format's traits, never which format it is:
 - layout: ``iterates_nonzeros``, whether kernels may visit only a row's stored entries;
   ``views``, whether transposes and column ranges are free views; ``threaded_products``, whether
   unfused products with it run on every core (BLAS) or on one (scipy.sparse);
-- cost: ``nbytes(meta)`` and ``work_cells(meta)``, the cost model's inputs;
+- cost: ``nbytes(meta)``, ``work_cells(meta)`` and ``stored(meta)``, the cost model's inputs,
+  from the shape, non-zeros and ``layout(value)`` of a value (plans are kept per
+  ``size_class(value)``);
 - values: ``claims`` (detection), ``from_value`` (conversion), ``nnz``, ``to_canonical`` (the
   value the reference interpreter computes on) and ``to_dense``.
 
@@ -79,6 +81,20 @@ class Format:
     def work_cells(self, meta: Any) -> float:
         """Cells an operation over it visits."""
         return float(meta.nnz if self.iterates_nonzeros else meta.cells)
+
+    def stored(self, meta: Any) -> tuple[float, float] | None:
+        """(bytes, values) an operation that runs once per distinct stored value reads, for
+        formats whose operations can (None: every cell is visited)."""
+        return None
+
+    def layout(self, value: Any) -> tuple:
+        """What the cost model needs to know of a value beyond shape and non-zeros (``Meta``'s
+        ``layout``)."""
+        return ()
+
+    def size_class(self, value: Any) -> Any:
+        """A coarse class of ``layout(value)``: plans are kept per class (hashable; None)."""
+        return None
 
     # -- values -------------------------------------------------------------------------------
     def claims(self, value: Any) -> bool:

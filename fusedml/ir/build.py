@@ -23,10 +23,12 @@ def rebuild(node: Node, inputs: tuple[Node, ...]) -> Node:
     return make(node.op, inputs, **dict(node.attrs))
 
 
-def data(name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None) -> Node:
+def data(
+    name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None, layout: tuple = ()
+) -> Node:
     """A leaf bound to a value when the plan runs (an input matrix, vector or runtime scalar)."""
     cells = shape[0] * shape[1] if shape else 1
-    meta = Meta(tuple(shape), cells if nnz is None else int(nnz), fmt)
+    meta = Meta(tuple(shape), cells if nnz is None else int(nnz), fmt, layout=tuple(layout))
     return intern(Op.DATA, (), {"name": name}, infer_meta, meta)
 
 

@@ -211,14 +211,16 @@ def matrix(value: Any) -> Expr:
         node = data(name, (), fmt)
         return Expr(node, 0, {node: float(value)})
     ir_value = value.reshape(-1, 1) if ndim == 1 else value
-    node = data(name, ir_value.shape, fmt, fmt.nnz(ir_value))
+    node = data(name, ir_value.shape, fmt, fmt.nnz(ir_value), fmt.layout(ir_value))
     return Expr(node, ndim, {node: ir_value})
 
 
-def placeholder(name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None) -> Expr:
+def placeholder(
+    name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None, layout: tuple = ()
+) -> Expr:
     """An unbound input of numpy shape ``shape``, for tracing (its value comes at run time)."""
     ir_shape = {0: (), 1: (shape[0], 1) if shape else (), 2: shape}[len(shape)]
-    return Expr(data(name, ir_shape, fmt, nnz), len(shape))
+    return Expr(data(name, ir_shape, fmt, nnz, layout), len(shape))
 
 
 def _is_scalar(x: Any) -> bool:

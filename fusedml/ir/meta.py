@@ -81,7 +81,7 @@ def _elementwise(op: Op, inputs: tuple[Node, ...]) -> Meta:
     if len(matrices) == 1:
         (x,) = matrices
         if x.meta.format.elementwise_closed and x.shape == shape:
-            fmt, nnz = x.meta.format, cells
+            return Meta(shape, cells, x.meta.format, layout=x.meta.layout)  # x's codes, new values
     return Meta(shape, nnz, fmt)
 
 
@@ -149,7 +149,8 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         if x.meta.is_scalar:
             raise ShapeError("transpose: the IR transposes matrices, got a scalar")
         m = x.meta
-        return Meta((m.cols, m.rows), m.nnz, m.format.transposed, m.dtype)
+        layout = m.layout if m.format.transposed is not m.format.canonical else ()
+        return Meta((m.cols, m.rows), m.nnz, m.format.transposed, m.dtype, layout)
     if op is Op.COLS:
         (x,) = inputs
         start, stop = attrs["start"], attrs["stop"]

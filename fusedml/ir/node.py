@@ -26,6 +26,9 @@ class Meta:
     nnz: int  # estimated non-zeros (an upper-bound flavoured estimate; exact for leaves)
     format: Format
     dtype: str = "float64"
+    # what the format measured of the value beyond its shape (``Format.layout``; compressed:
+    # bytes read per row and of dictionaries, groups per row); () for dense and sparse layouts
+    layout: tuple = ()
 
     @property
     def is_scalar(self) -> bool:
@@ -53,6 +56,8 @@ class Meta:
         text = f"{self.rows}x{self.cols} {self.format.name}"
         if self.format.iterates_nonzeros:
             text += f" nnz~{self.nnz}"
+        if self.layout:
+            text += f" {self.format.nbytes(self) / 1e6:.3g} MB"
         if self.dtype != "float64":
             text += f" {self.dtype}"
         return text

@@ -2,7 +2,8 @@
 
 A signature names, per argument: a runtime scalar (python/numpy number: its value is bound at each
 call, never baked in), a matrix (format and shape, and for sparse layouts the order of magnitude of
-its density, since plans depend on sparsity) or a static value (given in ``static_argnames``, or a
+its density, since plans depend on sparsity; for compressed ones the size class of its layout)
+or a static value (given in ``static_argnames``, or a
 bool/str/None/tuple, compared by value).
 """
 
@@ -25,6 +26,7 @@ class ArgSpec:
     shape: tuple[int, ...] = ()
     format: Format | None = None  # None for static arguments
     density_decade: int | None = None  # floor(log10(nnz / cells)) of a sparse layout
+    size_class: Any = None  # the format's class of the value's layout (``Format.size_class``)
     value: Any = None  # static arguments only
 
 
@@ -46,12 +48,13 @@ def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
     decade = None
     if fmt.iterates_nonzeros:
         decade = density_decade(fmt.nnz(value), shape[0] * shape[1])
-    return ArgSpec("matrix", shape, fmt, decade), value
+    return ArgSpec("matrix", shape, fmt, decade, fmt.size_class(value)), value
 
 
 def _placeholder(name: str, spec: ArgSpec, value: Any) -> Expr:
     nnz = spec.format.nnz(value) if spec.format.iterates_nonzeros else None
-    return placeholder(name, spec.shape, spec.format, nnz)
+    layout = spec.format.layout(value) if value is not None and spec.shape else ()
+    return placeholder(name, spec.shape, spec.format, nnz, layout)
 
 
 def bind_value(node: Node, value: Any) -> Any:

@@ -13,7 +13,10 @@ Sparsity-aware, through the formats' traits: each format gives the bytes and vis
 value; a sparse-safe operator driven by a sparse input (one whose zeros annihilate and whose
 layout visits non-zeros only; its body's result is sparse, see ir/meta.py) reads its dense side
 inputs and computes only at the driver's non-zeros; an Outer operator computes ``U[i] . V[j]``
-only at its sparse driver's non-zeros. Unfused nodes are costed alike, as operators of one node
+only at its sparse driver's non-zeros. Compressed values are costed on the bytes they hold and
+the groups a row visits (``layout``), and operations that run once per distinct stored value
+(dictionaries: ``per_value_unfused``, ``per_value_operator``) on their dictionaries' bytes and
+values. Unfused nodes are costed alike, as operators of one node
 (transposes and column ranges of formats with views cost only their dispatch).
 """
 
@@ -66,7 +69,9 @@ def node_flops(n: Node) -> float:
             return 2.0 * a.meta.nnz * b.meta.cols
         if _nonzeros_only(b):
             return 2.0 * b.meta.nnz * a.meta.rows
-        return 2.0 * a.meta.rows * a.meta.cols * b.meta.cols
+        if b.meta.layout and not a.meta.layout:
+            return 2.0 * _work_cells(b) * a.meta.rows
+        return 2.0 * _work_cells(a) * b.meta.cols  # a's cells, or a compressed a's group visits
     if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK):
         return _work_cells(n)
     if n.op is Op.HAND:  # the work of what it replaces, ignoring the sparsity it exploits
@@ -80,6 +85,40 @@ def node_flops(n: Node) -> float:
                 stack.extend(m.inputs)
         return total
     return 0.0
+
+
+def _stored(n: Node) -> tuple[float, float] | None:
+    return None if n.meta.is_scalar else n.meta.format.stored(n.meta)
+
+
+def per_value_unfused(n: Node) -> Node | None:
+    """The input whose distinct stored values alone an unfused node computes on (a compressed
+    matrix: an elementwise op with scalars maps its dictionaries, a full or column aggregate
+    weights them by their counts), or None."""
+    if n.op in ELEMENTWISE and _stored(n) is not None:
+        return next(i for i in n.inputs if not i.meta.is_scalar)
+    if n.op in AGGREGATE and n.op is not Op.ARGMAX and n.attr("axis") in (None, 0):
+        return n.inputs[0] if _stored(n.inputs[0]) is not None else None
+    return None
+
+
+def per_value_operator(op: Candidate) -> Node | None:
+    """The input a Cell or MAgg operator runs over once per distinct stored value (its main
+    input, when the others are scalars or row vectors and every root is a full or column
+    aggregate or a result of its format), or None (codegen/cla_cell.py)."""
+    if op.type not in (TemplateType.CELL, TemplateType.MAGG):
+        return None
+    mains = [i for i in op.inputs if _stored(i) is not None and i.meta.rows > 1]
+    if len(mains) != 1:
+        return None
+    (x,) = mains
+    if any(i is not x and not i.meta.is_scalar and i.meta.rows != 1 for i in op.inputs):
+        return None
+    for r in op.roots:
+        aggregate = r.op in AGGREGATE and r.op is not Op.ARGMAX and r.attr("axis") in (None, 0)
+        if not aggregate and r.meta.format is not x.meta.format:
+            return None
+    return x
 
 
 def _is_view(n: Node) -> bool:
@@ -161,6 +200,13 @@ class CostModel:
             return self.c.dispatch_s
         read = sum(node_bytes(i) for i in n.inputs)
         flops = node_flops(n)
+        x = per_value_unfused(n)
+        if x is not None:  # on the dictionaries (the result shares x's codes)
+            (stored_bytes, values), cells = _stored(x), max(x.meta.cells, 1)
+            read += stored_bytes - node_bytes(x)
+            flops *= values / cells
+            write = _stored(n)[0] if _stored(n) is not None else node_bytes(n)
+            return self._seconds(write, read, flops, self._rates(n))
         if n.op in (Op.EXP, Op.LOG):
             flops /= max(self.c.base_exp_log_speedup, 1e-9)
         return self._seconds(node_bytes(n), read, flops, self._rates(n))
@@ -217,6 +263,12 @@ class CostModel:
                 dense_side = driver is not None and i is not driver and i.shape == driver.shape
                 read += node_bytes(i) * (scale if dense_side else 1.0)
         write = sum(node_bytes(r) for r in op.roots)
+        x = per_value_operator(op)
+        if x is not None:  # dictionaries read, results written per stored value
+            (stored_bytes, values), cells = _stored(x), max(x.meta.cells, 1)
+            read += stored_bytes - node_bytes(x)
+            flops *= values / cells
+            write = sum(_stored(r)[0] if _stored(r) else node_bytes(r) for r in op.roots)
         return write, read, flops
 
     def steps(self, steps: Iterable[Candidate | Node]) -> float:

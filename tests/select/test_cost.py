@@ -121,3 +121,44 @@ def test_operators_below_the_serial_threshold_run_on_one_thread():
         assert fm.explain(fm.sum(big * big * 2.0), fusion="fuse_all").operators[0].parallel
     with fm.config(serial_below_s=0.0):
         assert fm.explain(fm.sum(small * small * 2.0), fusion="fuse_all").operators[0].parallel
+
+
+def _compressed(n, distinct, seed=0):
+    """A compressed n x 4 matrix whose columns hold ``distinct`` values each."""
+    rng = np.random.default_rng(seed)
+    return fm.compress(rng.integers(0, distinct, (n, 4)).astype(float), cocode=False)
+
+
+def _row_and_dictionary_bytes(X):
+    rows = sum(a.nbytes for a in (*X.codes, X.sdc_offsets, X.sdc_codes, X.uc))
+    return rows, X.nbytes - rows
+
+
+def test_compressed_leaves_cost_the_bytes_they_hold():
+    X = _compressed(50_000, 200)
+    leaf = fm.matrix(X).node
+    assert node_bytes(leaf) == X.nbytes  # every array it holds, not a per-cell figure
+    assert node_bytes(fm.matrix(X).T.node) == X.nbytes  # a lazy transpose reads the same
+
+
+def test_per_value_operators_read_only_the_dictionaries():
+    n = 100_000
+    X = _compressed(n, 50)
+    rows, dictionaries = _row_and_dictionary_bytes(X)
+    assert dictionaries < rows / 100  # the codes are what a row visit would read
+    (op,) = explain_with(C, fm.sum(fm.matrix(X) ** 2), "fuse_all").operators
+    values = sum(len(g.dictionary) * len(g.cols) for g in X.groups)
+    flops = (1 + 4) * values  # x*x and a sum (weight 4) per stored value
+    want = 8 / 5e8 + max(dictionaries / 1e9, flops / 1e9) + 1e-5 + 0.1 / 100
+    assert op.estimated_cost_s == pytest.approx(want)
+
+
+def test_compressed_products_cost_their_group_visits():
+    n = 100_000
+    X = _compressed(n, 50)
+    v = unbound((4, 1))
+    (op,) = explain_with(C, fm.exp(fm.matrix(X) @ v), "fuse_all").operators
+    visits = 1.5 * len(X.groups) * n  # VISIT_CELLS per group and row
+    read, flops = X.nbytes + 4 * 8, 2 * visits + 18 * n  # the product, then exp (weight 18)
+    want = n * 8 / 5e8 + max(read / 1e9, flops / 1e9) + 1e-5 + 0.1 / 100
+    assert op.estimated_cost_s == pytest.approx(want)
