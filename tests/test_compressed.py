@@ -5,10 +5,12 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 
 import fusedml as fm
 from fusedml.formats import COMPRESSED, Format
+from fusedml.formats import compressed_kernels as kernels
 from fusedml.formats import compressed_ops as ops
 from tests import cla, exprgen
 
@@ -155,3 +157,58 @@ def test_every_template_runs_a_compressed_driver(mode, fresh_stats):
             np.testing.assert_allclose(fm.evaluate(expr), want, rtol=1e-12, atol=1e-12)
     assert fresh_stats()["kernels_executed"] == len(cases)
     assert fresh_stats().get("fused_ops_by_reference", 0) == 0
+
+
+def wide_groups(n, special, seed=0):
+    """n x 5 data as a co-coded DDC group with more tuples than ``cla.BIG`` (its rows are added
+    up after the chunks, one accumulator per group), a sorted low-cardinality DDC column (runs of
+    one code: interleaved accumulators) and an SDC column holding 30% of the rows (its codes
+    written out per block)."""
+    rng = np.random.default_rng(seed)
+    a = np.column_stack([
+        rng.integers(0, 400, n), rng.integers(0, 400, n), np.sort(rng.integers(0, 9, n)),
+        np.where(rng.random(n) < 0.3, rng.integers(1, 50, n), 0), rng.integers(0, 3, n),
+    ]).astype(float)  # fmt: skip
+    if special:  # a few tuples of the big group hold inf or NaN
+        rows = rng.choice(n, 20, replace=False)
+        a[rows, 0] = rng.choice([np.inf, -np.inf, np.nan], 20)
+    parts = [([0, 1], "ddc"), ([2], "ddc"), ([3], "sdc"), ([4], "ddc")]
+    groups = [cla.group(a[:, cols], np.array(cols), kind) for cols, kind in parts]
+    x = fm.CompressedMatrix.from_groups(a.shape, groups)
+    assert np.diff(x.ddc.tupptr).max() > kernels.BIG
+    return a, x
+
+
+@pytest.mark.parametrize("special", [False, True])
+def test_products_over_big_groups_runs_and_dense_sdc(special):
+    a, x = wide_groups(60_000, special)
+    rng = np.random.default_rng(1)
+    v, w, W = rng.standard_normal(5), rng.standard_normal(60_000), rng.standard_normal((60_000, 2))
+    c = fm.matrix(x)
+    with np.errstate(all="ignore"):
+        want_chain, want_left = a.T @ (w * (a @ v)), a.T @ W
+        for mode in ("none", "cost_based"):
+            with fm.config(fusion=mode):
+                same(fm.evaluate(c.T @ (w * (c @ v))), want_chain)
+                same(fm.evaluate(c.T @ (fm.matrix(W) * 2.0)), want_left * 2.0)
+
+
+@pytest.mark.parametrize(("mode", "cfg"), MODES)
+def test_products_with_csr_operands_multiply_only_stored_entries(mode, cfg):
+    """As with a dense matrix, NaN and inf meet only the CSR operand's stored entries (scipy)."""
+    a = sample(200, 3, 4, special=True)
+    x = fm.matrix(cla.compressed(a, 4))
+    S = sp.random(3, 4, density=0.4, format="csr", random_state=1)
+    T = sp.random(4, 200, density=0.4, format="csr", random_state=2)
+    s, t = fm.matrix(S), fm.matrix(T)
+    with np.errstate(all="ignore"):
+        cases = [
+            (fm.exp(x @ s) * 2, np.exp(a @ S) * 2),
+            (fm.sum((x @ s) ** 2, axis=1), ((a @ S) ** 2).sum(axis=1)),
+            (t @ x, T @ a),
+            (x.T @ t.T, a.T @ T.T),
+        ]
+        with fm.config(fusion=mode, **cfg):
+            for expr, want in cases:
+                got = fm.evaluate(expr)
+                same(got.decompress() if isinstance(got, fm.CompressedMatrix) else got, want)

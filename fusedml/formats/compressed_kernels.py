@@ -134,12 +134,18 @@ def _add_ddc(out, lo, hi, codes, first, tupptr, pd):
     # unsigned indices: LLVM drops numba's negative-index wrap-around (3x on these loops)
     k = out.shape[1]
     ulo = np.uint64(lo)
-    paired = codes.shape[0] // 2 * 2 if k == 1 else 0
+    paired = codes.shape[0] // 2 * 2
     for q in range(0, paired, 2):  # two groups per pass: half the loads and stores of out
         at, bt = np.uint64(tupptr[first + q]), np.uint64(tupptr[first + q + 1])
+        if k == 1:
+            for i in range(ulo, np.uint64(hi)):
+                two = pd[at + np.uint64(codes[q, i]), 0] + pd[bt + np.uint64(codes[q + 1, i]), 0]
+                out[i - ulo, 0] += two
+            continue
         for i in range(ulo, np.uint64(hi)):
-            two = pd[at + np.uint64(codes[q, i]), 0] + pd[bt + np.uint64(codes[q + 1, i]), 0]
-            out[i - ulo, 0] += two
+            a, b = at + np.uint64(codes[q, i]), bt + np.uint64(codes[q + 1, i])
+            for r in range(k):
+                out[i - ulo, r] += pd[a, r] + pd[b, r]
     for q in range(paired, codes.shape[0]):
         at = np.uint64(tupptr[first + q])
         if k == 1:
@@ -325,7 +331,8 @@ SMALL, LANES = 1024, 8
 
 @numba.njit(**_STRICT)
 def _scatter_small(acc, y, lo, hi, codes, q, at, ntup, part):
-    """acc[at + t] += the y of the rows lo..hi-1 whose code in column q of codes is t."""
+    """acc[at + t] += the y of the rows lo..hi-1 whose code in row q of codes is t (y with one
+    column)."""
     ulo, lanes = np.uint64(lo), np.uint64(LANES)
     part[: ntup * lanes] = 0.0
     whole = ulo + (np.uint64(hi) - ulo) // lanes * lanes

@@ -52,6 +52,8 @@ def _matmul(a: Value, b: Value) -> Value:
     packed = (CompressedMatrix, TransposedCompressed)
     if isinstance(a, packed) and isinstance(b, packed):
         return NotImplemented
+    if sp.issparse(a) or sp.issparse(b):  # only its stored entries multiply (scipy's rule)
+        return NotImplemented
     if isinstance(a, CompressedMatrix):
         return ops.right_matmul(a, _dense(b))
     if isinstance(b, CompressedMatrix):
