@@ -10,12 +10,13 @@ from fusedml.formats.compressed import (
     CompressedMatrix,
     ConstGroup,
     DdcGroup,
+    RleGroup,
     SdcGroup,
     UcGroup,
     code_dtype,
 )
 
-KINDS = ("ddc", "sdc", "cocoded", "uc")
+KINDS = ("ddc", "sdc", "cocoded", "uc", "rle")
 
 
 def _tuples(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -32,7 +33,8 @@ def _tuples(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def group(block: np.ndarray, cols: np.ndarray, kind: str):
-    """One group of ``kind`` ('ddc', 'sdc' or 'uc'; one distinct tuple makes a constant)."""
+    """One group of ``kind`` ('ddc', 'rle', 'sdc' or 'uc'; one distinct tuple makes a
+    constant)."""
     n = block.shape[0]
     if kind == "uc" or n == 0:
         return UcGroup(cols, np.array(block, dtype=np.float64, order="C"))
@@ -41,6 +43,10 @@ def group(block: np.ndarray, cols: np.ndarray, kind: str):
         return ConstGroup(cols, dictionary[0].copy())
     if kind == "ddc":
         return DdcGroup(cols, dictionary, codes.astype(code_dtype(len(counts))), counts)
+    if kind == "rle":
+        ends = np.append(np.flatnonzero(np.diff(codes)) + 1, n)
+        return RleGroup(cols, dictionary, ends.astype(np.int32), codes[ends - 1].astype(np.uint32),
+                        counts)  # fmt: skip
     offsets = np.flatnonzero(codes != 0).astype(np.int32)
     rest = (codes[offsets] - 1).astype(code_dtype(len(counts) - 1))
     return SdcGroup(cols, dictionary[0].copy(), dictionary[1:], offsets, rest, counts[1:])

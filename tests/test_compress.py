@@ -11,7 +11,14 @@ import pytest
 import scipy.sparse as sp
 
 from fusedml.formats.compress import CompressionSkippedWarning, compress
-from fusedml.formats.compressed import CompressedMatrix, ConstGroup, DdcGroup, SdcGroup, UcGroup
+from fusedml.formats.compressed import (
+    CompressedMatrix,
+    ConstGroup,
+    DdcGroup,
+    RleGroup,
+    SdcGroup,
+    UcGroup,
+)
 
 NAN_PAYLOAD = np.array([0x7FF8_0000_0000_0123], np.int64).view(np.float64)[0]
 NEG_NAN = np.array([-0x0008_0000_0000_0000], np.int64).view(np.float64)[0]  # sign bit set
@@ -55,6 +62,8 @@ def check(cm: CompressedMatrix, expected: np.ndarray) -> None:
         block = expected[:, g.cols]
         if isinstance(g, DdcGroup):
             check_ddc(g, block)
+        elif isinstance(g, RleGroup):
+            check_rle(g, block)
         elif isinstance(g, SdcGroup):
             check_sdc(g, block, n)
         elif isinstance(g, ConstGroup):
@@ -73,6 +82,17 @@ def check_ddc(g: DdcGroup, block: np.ndarray) -> None:
     assert np.all(np.diff(g.counts) <= 0)  # most frequent first
     assert distinct_rows(g.dictionary) == d == distinct_rows(block)
     assert np.array_equal(bits(g.dictionary[g.codes]), bits(block))
+
+
+def check_rle(g: RleGroup, block: np.ndarray) -> None:
+    d, n = len(g.dictionary), len(block)
+    assert np.all(np.diff(g.ends) > 0) and g.ends[-1] == n
+    assert np.all(g.codes[1:] != g.codes[:-1])  # runs are maximal
+    rows = np.repeat(g.codes, np.diff(g.ends, prepend=0))
+    assert np.array_equal(g.counts, np.bincount(rows, minlength=d))
+    assert np.all(np.diff(g.counts) <= 0)  # most frequent first
+    assert distinct_rows(g.dictionary) == d == distinct_rows(block)
+    assert np.array_equal(bits(g.dictionary[rows]), bits(block))
 
 
 def check_sdc(g: SdcGroup, block: np.ndarray, n: int) -> None:
@@ -408,3 +428,15 @@ def test_seed_picks_the_sample_and_results_are_deterministic():
     a, b = compress(X, seed=3), compress(X, seed=3)
     assert [g.cols.tolist() for g in a.groups] == [g.cols.tolist() for g in b.groups]
     check(compress(X, seed=4), X)
+
+
+def test_sorted_columns_are_runs():
+    rng = np.random.default_rng(0)
+    n = 20_000
+    a = np.column_stack([np.sort(rng.integers(0, 12, n)), rng.integers(0, 12, n)]).astype(float)
+    cm = compress(a, cocode=False)
+    check(cm, a)
+    kinds = {int(g.cols[0]): type(g) for g in cm.groups}
+    assert kinds == {0: RleGroup, 1: DdcGroup}  # the shuffled column has a run per row or two
+    runs = next(g for g in cm.groups if isinstance(g, RleGroup))
+    assert len(runs.ends) == 12 and runs.codes.nbytes + runs.ends.nbytes < n // 100

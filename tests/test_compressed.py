@@ -161,9 +161,8 @@ def test_every_template_runs_a_compressed_driver(mode, fresh_stats):
 
 def wide_groups(n, special, seed=0):
     """n x 5 data as a co-coded DDC group with more tuples than ``cla.BIG`` (its rows are added
-    up after the chunks, one accumulator per group), a sorted low-cardinality DDC column (runs of
-    one code: interleaved accumulators) and an SDC column holding 30% of the rows (its codes
-    written out per block)."""
+    up after the chunks, one accumulator per group), a sorted column as runs (RLE), an SDC column
+    holding 30% of the rows (its codes written out per block) and a DDC column."""
     rng = np.random.default_rng(seed)
     a = np.column_stack([
         rng.integers(0, 400, n), rng.integers(0, 400, n), np.sort(rng.integers(0, 9, n)),
@@ -172,7 +171,7 @@ def wide_groups(n, special, seed=0):
     if special:  # a few tuples of the big group hold inf or NaN
         rows = rng.choice(n, 20, replace=False)
         a[rows, 0] = rng.choice([np.inf, -np.inf, np.nan], 20)
-    parts = [([0, 1], "ddc"), ([2], "ddc"), ([3], "sdc"), ([4], "ddc")]
+    parts = [([0, 1], "ddc"), ([2], "rle"), ([3], "sdc"), ([4], "ddc")]
     groups = [cla.group(a[:, cols], np.array(cols), kind) for cols, kind in parts]
     x = fm.CompressedMatrix.from_groups(a.shape, groups)
     assert np.diff(x.ddc.tupptr).max() > kernels.BIG

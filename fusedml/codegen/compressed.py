@@ -26,7 +26,7 @@ from fusedml.fusion.templates import TemplateType
 _ARGS = (
     "base", "c8", "c16", "c32", "dcols", "dcolptr", "dvals", "dvalptr",
     "soff", "scodes", "sptr", "scols", "scolptr", "svals", "svalptr", "ucols", "uc",
-    "dtupptr", "dcounts", "stupptr", "scounts", "ccols",
+    "dtupptr", "dcounts", "stupptr", "scounts", "ccols", "rends", "rcodes", "rptr",
 )  # fmt: skip
 
 TILE_ROWS = 256  # rows decoded at a time: a few hundred KB of tile per thread at most widths
@@ -64,7 +64,7 @@ class CompressedOperand(Operand):
 
     def load_row(self, p: Param, i: str) -> list[str]:
         n, r = p.name, p.row(i)
-        args = ", ".join(self.args(p)[:17])  # the decoding's arrays
+        args = ", ".join(self.args(p))
         return [
             f"if {r} < {n}_lo or {r} >= {n}_hi:",
             f"    {n}_lo = np.int64({r})",

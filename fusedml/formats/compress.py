@@ -52,6 +52,7 @@ from fusedml.formats.compressed import (
     ConstGroup,
     DdcGroup,
     Group,
+    RleGroup,
     SdcGroup,
     UcGroup,
     code_dtype,
@@ -616,6 +617,19 @@ def _exact_cost(g: int, c: _Codes, n: int) -> float:
     return _cheapest(_costs(n, g, c.d, c.counts.max()))[1]
 
 
+RUNS_PAY = 4  # runs replace codes when they take at most this fraction of the codes' bytes
+
+
+def _runs_if_shorter(g: DdcGroup) -> Group:
+    """``g`` as runs (an RLE group) when they are much smaller than its codes: sorted or
+    clustered columns, where a run's work in a product is one fill or one sum."""
+    ends = np.append(np.flatnonzero(np.diff(g.codes)) + 1, len(g.codes))
+    ends = ends.astype(np.int32 if len(g.codes) < 2**31 else np.int64)
+    if RUNS_PAY * len(ends) * (ends.itemsize + 4) > g.codes.nbytes:
+        return g
+    return RleGroup(g.cols, g.dictionary, ends, g.codes[ends - 1].astype(np.uint32), g.counts)
+
+
 def _group(kind: str, cols: np.ndarray, c: _Codes, n: int) -> Group:
     """A constant, DDC or SDC group of these codes, tuples by descending count."""
     order = np.argsort(-c.counts, kind="stable")  # ties: first occurrence first
@@ -625,7 +639,9 @@ def _group(kind: str, cols: np.ndarray, c: _Codes, n: int) -> Group:
     rank = np.empty(c.d, np.int64)
     rank[order] = np.arange(c.d)
     if kind == DDC:
-        return DdcGroup(cols, values, rank.astype(code_dtype(c.d))[c.full(n)], counts)
+        return _runs_if_shorter(
+            DdcGroup(cols, values, rank.astype(code_dtype(c.d))[c.full(n)], counts)
+        )
     default = order[0]
     if c.rows is not None and c.fill == default:  # sparse column, zero default: no full codes
         keep = c.codes != default

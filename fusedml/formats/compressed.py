@@ -4,6 +4,7 @@ A ``CompressedMatrix`` partitions its columns into groups; each group stores its
 tuples once (a dictionary, one row per tuple) and, per row, which tuple it holds:
 
 - DDC (dense dictionary coding): one code per row (uint8/uint16/uint32 by the number of tuples);
+- RLE (run-length encoding): runs of rows holding one tuple (sorted or clustered columns);
 - SDC (sparse dictionary coding): a default tuple, and the row offsets and codes of the rows that
   hold another one (the sparse case when the default is zero);
 - constant (empty when the constant is zero): one tuple for every row;
@@ -65,6 +66,28 @@ class DdcGroup:
 
 
 @dataclass(frozen=True, eq=False)
+class RleGroup:
+    """Runs of rows holding one tuple: run r is the rows ``ends[r-1]`` (0 for the first) to
+    ``ends[r] - 1``, holding ``dictionary[codes[r]]`` (sorted or clustered columns)."""
+
+    cols: np.ndarray  # int64[g]
+    dictionary: np.ndarray  # float64[d, g], most frequent tuple first
+    ends: np.ndarray  # integer [r], ascending, the last one n
+    codes: np.ndarray  # uint32 [r]
+    counts: np.ndarray  # int64[d]
+
+    kind = "RLE"
+
+    @property
+    def distinct(self) -> int:
+        return self.dictionary.shape[0]
+
+    def row_codes(self) -> np.ndarray:
+        """Every row's code."""
+        return np.repeat(self.codes, np.diff(self.ends, prepend=0))
+
+
+@dataclass(frozen=True, eq=False)
 class SdcGroup:
     """``default`` everywhere except at rows ``offsets`` (ascending), which hold
     ``dictionary[codes]``."""
@@ -113,7 +136,7 @@ class UcGroup:
         return self.values.shape[0]
 
 
-Group = DdcGroup | SdcGroup | ConstGroup | UcGroup
+Group = DdcGroup | RleGroup | SdcGroup | ConstGroup | UcGroup
 
 
 # -- packed, for kernels -----------------------------------------------------------------------
@@ -186,8 +209,14 @@ class CompressedMatrix:
         uc_cols: np.ndarray,
         uc: np.ndarray,
         const_cols: np.ndarray,
+        rle_ends: np.ndarray,
+        rle_codes: np.ndarray,
+        rle_ptr: np.ndarray,
     ):
         self.shape = (int(shape[0]), int(shape[1]))
+        # RLE groups' dictionaries follow the code matrices' groups in ``ddc``; group k's runs
+        # are rle_ends/rle_codes[rle_ptr[k]:rle_ptr[k+1]]
+        self.rle_ends, self.rle_codes, self.rle_ptr = rle_ends, rle_codes, rle_ptr
         self.base, self.ddc, self.codes = base, ddc, codes
         self.sdc, self.sdc_offsets, self.sdc_codes = sdc, sdc_offsets, sdc_codes
         self.sdc_ptr = sdc_ptr
@@ -224,10 +253,11 @@ class CompressedMatrix:
             np.concatenate([g.values for g in uc], axis=1) if uc else np.zeros((n, 0))
         )
         const = [g.cols for g in groups if isinstance(g, ConstGroup)]
+        rle = [g for g in groups if isinstance(g, RleGroup)]
         return cls(
             (n, m),
             base,
-            Dictionaries.of([g for part in by_width for g in part]),
+            Dictionaries.of([g for part in by_width for g in part] + rle),
             codes,
             Dictionaries.of(sdc),
             np.concatenate([g.offsets for g in sdc] or [np.zeros(0)]).astype(off_type),
@@ -236,6 +266,9 @@ class CompressedMatrix:
             uc_cols,
             uc_values,
             _cols(np.concatenate(const) if const else []),
+            np.concatenate([g.ends for g in rle] or [np.zeros(0)]).astype(off_type),
+            np.concatenate([g.codes for g in rle] or [np.zeros(0)]).astype(np.uint32),
+            _int64(np.concatenate(([0], np.cumsum([len(g.ends) for g in rle], dtype=np.int64)))),
         )
 
     def __getitem__(self, rows: Any) -> CompressedMatrix:
@@ -263,7 +296,7 @@ class CompressedMatrix:
         return CompressedMatrix(
             self.shape, base, replace(self.ddc, values=ddc_values), self.codes,
             replace(self.sdc, values=sdc_values), self.sdc_offsets, self.sdc_codes, self.sdc_ptr,
-            self.uc_cols, uc, self.const_cols,
+            self.uc_cols, uc, self.const_cols, self.rle_ends, self.rle_codes, self.rle_ptr,
         )  # fmt: skip
 
     # -- groups, as built -----------------------------------------------------------------------
@@ -277,6 +310,12 @@ class CompressedMatrix:
                 cols, dictionary, counts = self.ddc.group(k)
                 out.append(DdcGroup(cols, dictionary, codes[j], counts))
                 k += 1
+        for r in range(len(self.rle_ptr) - 1):
+            cols, dictionary, counts = self.ddc.group(k + r)
+            part = slice(self.rle_ptr[r], self.rle_ptr[r + 1])
+            out.append(
+                RleGroup(cols, dictionary, self.rle_ends[part], self.rle_codes[part], counts)
+            )
         for k in range(len(self.sdc)):
             cols, dictionary, counts = self.sdc.group(k)
             part = slice(self.sdc_ptr[k], self.sdc_ptr[k + 1])
@@ -303,7 +342,8 @@ class CompressedMatrix:
     def arrays(self) -> list[np.ndarray]:
         return [
             self.base, *self.ddc.arrays(), *self.codes, *self.sdc.arrays(), self.sdc_offsets,
-            self.sdc_codes, self.sdc_ptr, self.uc_cols, self.uc, self.const_cols,
+            self.sdc_codes, self.sdc_ptr, self.uc_cols, self.uc, self.const_cols, self.rle_ends,
+            self.rle_codes, self.rle_ptr,
         ]  # fmt: skip
 
     @property
@@ -313,7 +353,7 @@ class CompressedMatrix:
         total = int(np.count_nonzero(self.uc))
         total += n * int(np.count_nonzero(self.base[self.const_cols]))
         for g in self.groups:
-            if isinstance(g, DdcGroup):
+            if isinstance(g, DdcGroup | RleGroup):
                 total += int(np.count_nonzero(g.dictionary, axis=1) @ g.counts)
             elif isinstance(g, SdcGroup):
                 default_rows = n - int(g.counts.sum())
@@ -335,6 +375,8 @@ class CompressedMatrix:
         for g in self.groups:
             if isinstance(g, DdcGroup):
                 out[:, g.cols] = g.dictionary[g.codes]
+            elif isinstance(g, RleGroup):
+                out[:, g.cols] = g.dictionary[g.row_codes()]
             elif isinstance(g, SdcGroup):
                 out[np.ix_(g.offsets, g.cols)] = g.dictionary[g.codes]
         out[:, self.uc_cols] = self.uc
@@ -383,6 +425,8 @@ def _take(g: Group, idx: np.ndarray) -> Group:
         return g
     if isinstance(g, UcGroup):
         return UcGroup(g.cols, np.ascontiguousarray(g.values[idx]))
+    if isinstance(g, RleGroup):  # selected rows keep no runs: a DDC group of their codes
+        g = DdcGroup(g.cols, g.dictionary, g.row_codes().astype(code_dtype(g.distinct)), g.counts)
     if isinstance(g, DdcGroup):
         codes = g.codes[idx]
         counts = np.bincount(codes, minlength=g.distinct).astype(np.int64)
@@ -401,6 +445,7 @@ def _group_bytes(g: Group) -> int:
     if isinstance(g, UcGroup):
         return g.values.nbytes
     extra = g.offsets.nbytes + g.default.nbytes if isinstance(g, SdcGroup) else 0
+    extra += g.ends.nbytes if isinstance(g, RleGroup) else 0
     return g.dictionary.nbytes + g.codes.nbytes + g.counts.nbytes + extra
 
 
@@ -453,9 +498,10 @@ class _Compressed(Format):
         """(bytes read per row: codes, offsets, uncompressed values; bytes of the dictionaries,
         counts and base row; groups a row visits; distinct stored values)."""
         x = value.T if isinstance(value, TransposedCompressed) else value
-        rows = [*x.codes, x.sdc_offsets, x.sdc_codes, x.uc]
+        rows = [*x.codes, x.sdc_offsets, x.sdc_codes, x.uc, x.rle_ends, x.rle_codes]
         row_bytes = sum(a.nbytes for a in rows)
         groups = sum(c.shape[0] for c in x.codes) + len(x.sdc_ptr) - 1 + len(x.uc_cols)
+        groups += len(x.rle_ptr) - 1
         groups += 1 if len(x.const_cols) else 0
         values = x.ddc.values.size + x.sdc.values.size + x.uc.size + x.base.size
         return (int(row_bytes), int(x.nbytes - row_bytes), int(groups), int(values))

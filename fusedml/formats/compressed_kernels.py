@@ -28,7 +28,8 @@ def arrays(x) -> list:
     return [
         x.base, *x.codes, ddc.cols, ddc.colptr, ddc.values, ddc.valptr, x.sdc_offsets,
         x.sdc_codes, x.sdc_ptr, sdc.cols, sdc.colptr, sdc.values, sdc.valptr, x.uc_cols, x.uc,
-        ddc.tupptr, ddc.counts, sdc.tupptr, sdc.counts, x.const_cols,
+        ddc.tupptr, ddc.counts, sdc.tupptr, sdc.counts, x.const_cols, x.rle_ends, x.rle_codes,
+        x.rle_ptr,
     ]  # fmt: skip
 
 
@@ -63,14 +64,24 @@ def _decode_ddc(tile, lo, hi, codes, first, cols, colptr, vals, valptr):
 
 @numba.njit(**_STRICT)
 def decode_block(tile, lo, hi, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes,
-                 sptr, scols, scolptr, svals, svalptr, ucols, uc):  # fmt: skip
+                 sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr,
+                 scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """tile[i - lo] = row i of the matrix, for the rows lo..hi-1."""
     for i in range(hi - lo):
         for j in range(base.shape[0]):
             tile[i, j] = base[j]
     g = _decode_ddc(tile, lo, hi, c8, 0, dcols, dcolptr, dvals, dvalptr)
     g = _decode_ddc(tile, lo, hi, c16, g, dcols, dcolptr, dvals, dvalptr)
-    _decode_ddc(tile, lo, hi, c32, g, dcols, dcolptr, dvals, dvalptr)
+    g = _decode_ddc(tile, lo, hi, c32, g, dcols, dcolptr, dvals, dvalptr)
+    for r in range(rptr.shape[0] - 1):
+        start, width = dcolptr[g + r], dcolptr[g + r + 1] - dcolptr[g + r]
+        p = first_at_or_after(rends, rptr[r], rptr[r + 1], lo + 1)  # the run holding row lo
+        while p < rptr[r + 1] and _run_start(rends, rptr[r], p, lo) < hi:
+            at = dvalptr[g + r] + np.int64(rcodes[p]) * width
+            for i in range(_run_start(rends, rptr[r], p, lo), min(rends[p], hi)):
+                for e in range(width):
+                    tile[i - lo, dcols[start + e]] = dvals[at + e]
+            p += 1
     for s in range(sptr.shape[0] - 1):
         start = scolptr[s]
         width = scolptr[s + 1] - start
@@ -93,7 +104,7 @@ def decode_block(tile, lo, hi, base, c8, c16, c32, dcols, dcolptr, dvals, dvalpt
 @numba.njit(**_STRICT)
 def premultiply(b, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr,
                 scols, scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr, scounts,
-                ccols):  # fmt: skip
+                ccols, rends, rcodes, rptr):  # fmt: skip
     """Each tuple's product with b's rows at its columns: (DDC, SDC, SDC defaults, constant)."""
     k = b.shape[1]
     pd = _tuple_products(b, dcols, dcolptr, dvals, dvalptr, dtupptr)
@@ -189,9 +200,29 @@ def _add_sdc(out, lo, hi, soff, first, last, scodes, tuples, ps, pdef):
 
 
 @numba.njit(**_STRICT)
+def _run_start(rends, first, p, lo):
+    """Where run p (of an RLE group whose runs start at position ``first``) begins, from row lo
+    on."""
+    return lo if p == first else max(lo, rends[p - 1])
+
+
+@numba.njit(**_STRICT)
+def _add_rle(out, lo, hi, rends, rcodes, first, last, at, pd):
+    """One RLE group's products for the rows lo..hi-1: its tuple's, run by run."""
+    k = out.shape[1]
+    p = first_at_or_after(rends, first, last, lo + 1)  # the run holding row lo
+    while p < last and _run_start(rends, first, p, lo) < hi:
+        row = at + np.int64(rcodes[p])
+        for i in range(_run_start(rends, first, p, lo) - lo, min(rends[p], hi) - lo):
+            for r in range(k):
+                out[i, r] += pd[row, r]
+        p += 1
+
+
+@numba.njit(**_STRICT)
 def lookup_block(out, lo, hi, pd, ps, pdef, pc, b, base, c8, c16, c32, dcols, dcolptr, dvals,
                  dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
-                 dcounts, stupptr, scounts, ccols):  # fmt: skip
+                 dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """out[i - lo] = row i of X times b for the rows lo..hi-1, from the tuples' products."""
     k = out.shape[1]
     for i in range(hi - lo):
@@ -199,7 +230,9 @@ def lookup_block(out, lo, hi, pd, ps, pdef, pc, b, base, c8, c16, c32, dcols, dc
             out[i, r] = pc[r]
     g = _add_ddc(out, lo, hi, c8, 0, dtupptr, pd)
     g = _add_ddc(out, lo, hi, c16, g, dtupptr, pd)
-    _add_ddc(out, lo, hi, c32, g, dtupptr, pd)
+    g = _add_ddc(out, lo, hi, c32, g, dtupptr, pd)
+    for r in range(rptr.shape[0] - 1):
+        _add_rle(out, lo, hi, rends, rcodes, rptr[r], rptr[r + 1], dtupptr[g + r], pd)
     for s in range(sptr.shape[0] - 1):
         _add_sdc(out, lo, hi, soff, sptr[s], sptr[s + 1], scodes, stupptr[s], ps, pdef[s])
     for i in range(lo, hi):
@@ -213,7 +246,7 @@ def lookup_block(out, lo, hi, pd, ps, pdef, pc, b, base, c8, c16, c32, dcols, dc
 @numba.njit(**_STRICT)
 def accumulator_rows(base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr,
                      scols, scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr,
-                     scounts, ccols):  # fmt: skip
+                     scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """Per accumulator row of X.T @ Y: whether every value of its tuple is finite (a tuple with
     inf or NaN also records the signs of the rows' Y values: inf * 0 and inf - inf are NaN in
     the dense product, not in a product with summed Y)."""
@@ -388,20 +421,21 @@ ALL = np.iinfo(np.int64).max  # scatter_block's limit when it adds every group
 @numba.njit(**_STRICT)
 def big_groups(base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr, scols,
                scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr, scounts,
-               ccols):  # fmt: skip
-    """The DDC groups with more than BIG tuples."""
-    return np.flatnonzero(np.diff(dtupptr) > BIG)
+               ccols, rends, rcodes, rptr):  # fmt: skip
+    """The DDC groups with codes (not runs) and more than BIG tuples."""
+    coded = c8.shape[0] + c16.shape[0] + c32.shape[0]
+    return np.flatnonzero(np.diff(dtupptr)[:coded] > BIG)
 
 
 @numba.njit(**_STRICT)
 def clear_rows(acc, limit, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr,
                scols, scolptr, svals, svalptr, ucols, uc, dtupptr, dcounts, stupptr, scounts,
-               ccols):  # fmt: skip
+               ccols, rends, rcodes, rptr):  # fmt: skip
     """Zero the accumulator rows ``scatter_block(..., limit, ...)`` adds into. The others are
     never touched, so a chunk's accumulator is allocated empty and the big groups' rows (most of
     it, and never read) cost no memory traffic."""
     lo = 0
-    for g in range(dtupptr.shape[0] - 1):
+    for g in range(c8.shape[0] + c16.shape[0] + c32.shape[0]):  # RLE groups: always added
         if dtupptr[g + 1] - dtupptr[g] > limit:
             acc[lo : dtupptr[g]] = 0.0
             lo = dtupptr[g + 1]
@@ -411,7 +445,7 @@ def clear_rows(acc, limit, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr, s
 @numba.njit(**_STRICT)
 def scatter_group(y, g, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr,
                   soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
-                  dcounts, stupptr, scounts, ccols):  # fmt: skip
+                  dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """Every row of X.T @ Y (``y``: all rows of Y) for DDC group g alone."""
     n8, n16, m = c8.shape[0], c16.shape[0], y.shape[0]
     at, end, part = dtupptr[g], dtupptr[g + 1], np.empty(0)
@@ -426,7 +460,7 @@ def scatter_group(y, g, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dva
 @numba.njit(**_STRICT)
 def scatter_block(y, lo, hi, acc, flags, fin, ucacc, limit, base, c8, c16, c32, dcols, dcolptr,
                   dvals, dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc,
-                  dtupptr, dcounts, stupptr, scounts, ccols):  # fmt: skip
+                  dtupptr, dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """Rows lo..hi-1 of X.T @ Y (``y[i - lo]``: row i of Y): each row's y added into the rows of
     the tuples it holds, except for DDC groups of more than ``limit`` tuples; uncompressed
     columns multiplied out."""
@@ -436,7 +470,14 @@ def scatter_block(y, lo, hi, acc, flags, fin, ucacc, limit, base, c8, c16, c32, 
     part = np.empty(SMALL * LANES)
     g = _scatter_ddc(acc, flags, fin, y, lo, hi, c8, 0, dtupptr, part, limit)
     g = _scatter_ddc(acc, flags, fin, y, lo, hi, c16, g, dtupptr, part, limit)
-    _scatter_ddc(acc, flags, fin, y, lo, hi, c32, g, dtupptr, part, limit)
+    g = _scatter_ddc(acc, flags, fin, y, lo, hi, c32, g, dtupptr, part, limit)
+    for r in range(rptr.shape[0] - 1):  # run by run
+        p = first_at_or_after(rends, rptr[r], rptr[r + 1], lo + 1)
+        while p < rptr[r + 1] and _run_start(rends, rptr[r], p, lo) < hi:
+            row = dtupptr[g + r] + np.int64(rcodes[p])
+            _add_run(acc, flags, fin, row, y, _run_start(rends, rptr[r], p, lo) - lo,
+                     min(rends[p], hi) - lo)  # fmt: skip
+            p += 1
     for s in range(nsdc):
         _scatter_sdc(acc, flags, fin, y, lo, hi, soff, sptr[s], sptr[s + 1], scodes,
                      nd + stupptr[s], nd + stupptr[s + 1], nd + ns + s, part)  # fmt: skip
@@ -483,7 +524,7 @@ def _finish_tuples(out, acc, flags, first, cols, colptr, vals, valptr, tupptr, c
 @numba.njit(**_STRICT)
 def finish(acc_chunks, flag_chunks, uc_chunks, accbig, flagsbig, big, m, base, c8, c16, c32,
            dcols, dcolptr, dvals, dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr,
-           ucols, uc, dtupptr, dcounts, stupptr, scounts, ccols):  # fmt: skip
+           ucols, uc, dtupptr, dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
     """X.T @ Y from the chunks' accumulators (combined in chunk order) and, for the DDC groups
     in ``big``, from ``accbig``. The flags may have no rows when every tuple is finite
     (``flag_rows``)."""

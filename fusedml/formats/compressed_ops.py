@@ -14,12 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 from fusedml.formats import compressed_kernels as kernels
-from fusedml.formats.compressed import CompressedMatrix, DdcGroup, SdcGroup
+from fusedml.formats.compressed import CompressedMatrix, DdcGroup, RleGroup, SdcGroup
 
 _UFUNCS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 
 
-def _used(g: DdcGroup | SdcGroup) -> tuple[np.ndarray, np.ndarray]:
+def _used(g: DdcGroup | RleGroup | SdcGroup) -> tuple[np.ndarray, np.ndarray]:
     """(dictionary, counts) of the tuples some row holds."""
     keep = g.counts > 0
     if keep.all():
@@ -45,7 +45,7 @@ def col_reduce(x: CompressedMatrix, how: str) -> np.ndarray:
             const = x.base[x.const_cols]
             out[x.const_cols] = const * n if how == "sum" else const
         for g in x.groups:
-            if isinstance(g, DdcGroup | SdcGroup):
+            if isinstance(g, DdcGroup | RleGroup | SdcGroup):
                 out[g.cols] = _group_col_reduce(x, g, how, ufunc)
         if len(x.uc_cols):
             out[x.uc_cols] = ufunc.reduce(x.uc, axis=0)
@@ -78,6 +78,8 @@ def row_reduce(x: CompressedMatrix, how: str) -> np.ndarray:
         for g in x.groups:
             if isinstance(g, DdcGroup):
                 part = ufunc.reduce(g.dictionary, axis=1)[g.codes]
+            elif isinstance(g, RleGroup):
+                part = ufunc.reduce(g.dictionary, axis=1)[g.row_codes()]
             elif isinstance(g, SdcGroup):
                 part = np.full(n, ufunc.reduce(g.default))
                 part[g.offsets] = ufunc.reduce(g.dictionary, axis=1)[g.codes]
