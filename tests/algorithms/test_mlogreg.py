@@ -19,14 +19,18 @@ def test_matches_systemds(run):
         else (model.coef_[:-1].T)
     )
     curve = run["trace"]["objective_curve"]
+    tol_B = 1e-6
     if abs(curve[-1] - curve[-2]) < 1e-13 * abs(curve[-1]):
         # SystemDS stopped on the rounding-level test (|obj change| < 1e-14 (|obj| + |obj_new|)):
         # when that fires depends on the BLAS kernels' rounding, which differs between CPUs
         assert abs(model.n_iter_ - len(curve)) <= 5
+        # and so does B along the optimum's flat directions: on mlogreg_dense_conv, scaling X by
+        # 1 + 1e-15 moves B by 1.5e-6 relative (AVX-512 vs AVX2 sums: 1.4e-6)
+        tol_B = 1e-5
     else:
         assert model.n_iter_ == len(curve)
     assert max_rel(model.predict_proba(X), out["proba"]) <= 1e-6
-    assert max_rel(B, out["B"]) <= 1e-6
+    assert max_rel(B, out["B"]) <= tol_B
     assert np.array_equal(model.predict(X), out["yhat"])
 
 
