@@ -9,7 +9,7 @@ and ``X.T @ Y`` (an output, Y computed per row), no row of X is ever decoded:
 - ``X.T @ Y``: the chunk's rows of Y are kept; after its row loop each row's Y is added into an
   accumulator row per tuple it holds (``cla.scatter_block``); groups with very many tuples
   instead get one accumulator, filled from all of Y after the chunks, a group per thread
-  (``cla.scatter_group``); each tuple's values times its summed Y give the output
+  (``cla.scatter_groups``); each tuple's values times its summed Y give the output
   (``cla.finish``; tuples with inf or NaN use the signs of the Y values instead, so the result is
   the dense product's).
 
@@ -132,8 +132,7 @@ class GroupedSink(_Sink):
                f"cla.BIG, {args})")  # fmt: skip
         end(2, f"if {big}.size:")
         end(3, f"{yall}[lo:hi] = {y}")
-        end(1, f"for b in prange({big}.size):", after=True)
-        end(2, f"cla.scatter_group({yall}, {big}[b], {accbig}, {flagsbig}, {n}_fin, {args})",
+        end(1, f"cla.scatter_groups({yall}, {big}, {accbig}, {flagsbig}, {n}_fin, {args})",
             after=True)  # fmt: skip
         end(1, f"out{k} = cla.finish({acc}, {flags}, {ucacc}, {accbig}, {flagsbig}, {big}, m, "
                f"{args})", after=True)  # fmt: skip

@@ -457,6 +457,18 @@ def scatter_group(y, g, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dva
         _scatter_column(acc, flags, fin, y, 0, m, c32, g - n8 - n16, at, end, part)
 
 
+@numba.njit(parallel=True, **_STRICT)
+def scatter_groups(y, big, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr,
+                   soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
+                   dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
+    """``scatter_group`` for each group in ``big``, a group per thread. Threaded here, not in
+    the generated kernel: a second parallel loop there doubled its compile time."""
+    for b in numba.prange(big.shape[0]):
+        scatter_group(y, big[b], acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals,
+                      dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc,
+                      dtupptr, dcounts, stupptr, scounts, ccols, rends, rcodes, rptr)  # fmt: skip
+
+
 @numba.njit(**_STRICT)
 def scatter_block(y, lo, hi, acc, flags, fin, ucacc, limit, base, c8, c16, c32, dcols, dcolptr,
                   dvals, dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc,
