@@ -20,6 +20,14 @@ import scipy.sparse as sp
 from fusedml.datasets import estimator_data
 from fusedml.datasets.airline import airline_like
 from fusedml.datasets.flights import flights
+from fusedml.datasets.paper_like import (
+    AMAZON_RATINGS,
+    AMAZON_SHAPE,
+    MNIST_DENSITY,
+    MNIST_SHAPE,
+    amazon_like,
+    mnist8m_like,
+)  # fmt: skip
 
 import fusedml as fm
 
@@ -92,6 +100,12 @@ REGISTRY: dict[str, Dataset] = {
                 ("MLogReg",), "multiclass", None, _design("sparse", "multiclass")),
         Dataset("netflix_like", estimator_data.RATINGS[:2], estimator_data.RATINGS[2],
                 _GENERATED, "none (synthetic)", ("ALS-CG",), "none", None, _netflix),
+        Dataset("mnist8m_like", MNIST_SHAPE, MNIST_DENSITY, "generated (Mnist8m-like digits)",
+                "none (synthetic)", ("MLogReg", "L2SVM"), "multiclass", None, mnist8m_like),
+        Dataset("amazon_like", AMAZON_SHAPE,
+                AMAZON_RATINGS / (AMAZON_SHAPE[0] * AMAZON_SHAPE[1]),
+                "generated (Amazon Books-like ratings)", "none (synthetic)", ("ALS-CG",), "none",
+                None, lambda scale, seed: (amazon_like(scale, seed), None)),
         Dataset("airline_like", (1_000_000, 28), 0.743, "generated (Airline78-like columns)",
                 "none (synthetic)", ("compression", "L2SVM", "KMeans"), "binary", None,
                 _airline),

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import fusedml as fm
 from fusedml import cli, datasets
 
-SCALE = {"netflix_like": 0.01}  # rows at scale 1e-3 are too few for its density
+SCALE = {"netflix_like": 0.01, "mnist8m_like": 0.01}  # enough rows for their densities
 GENERATED = [d.name for d in datasets.list() if d.package is None]
 
 
@@ -28,11 +28,13 @@ def test_generated_entries_have_their_shape_density_and_label(name):
     assert X.shape == (rows, entry.shape[1])
     nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
     assert nnz / (X.shape[0] * X.shape[1]) == pytest.approx(entry.density, rel=0.05)
-    values = {"binary": {-1.0, 1.0}, "yes_no": {0.0, 1.0}, "multiclass": {1.0, 2.0, 3.0}}
+    values = {"binary": {-1.0, 1.0}, "yes_no": {0.0, 1.0}}
     if entry.label == "none":
         assert y is None
-    elif entry.label == "counts":
+    elif entry.label in ("counts", "multiclass"):
         assert np.all(y >= 0) and np.array_equal(y, np.round(y))
+        if entry.label == "multiclass":  # classes 1..k
+            assert np.array_equal(np.unique(y), np.arange(1, y.max() + 1)) and y.max() >= 3
     else:
         assert set(np.unique(y)) == values[entry.label]
     assert entry.installed and entry.scalable and entry.experiments and entry.license
@@ -94,3 +96,21 @@ def test_cli_lists_the_registry(capsys):
     out = capsys.readouterr().out
     for d in datasets.list():
         assert d.name in out
+
+
+def test_mnist8m_like_digits():
+    X, y = datasets.load("mnist8m_like", scale=0.02, format="csr")
+    assert X.shape[1] == 784 and set(np.unique(y)) == set(range(1, 11))
+    assert X.data.min() >= 1 and X.data.max() == 255 and np.mean(X.data == 255) > 0.45
+    border = np.zeros((28, 28), bool)
+    border[[0, -1], :] = border[:, [0, -1]] = True
+    assert X.toarray()[:, border.reshape(-1)].mean() < 0.05 * X.data.mean()  # ink in the middle
+
+
+def test_amazon_like_ratings():
+    R, _ = datasets.load("amazon_like", scale=0.01, format="csr")
+    stars = np.bincount(R.data.astype(int), minlength=6)[1:] / R.nnz
+    np.testing.assert_allclose(stars, [0.06, 0.05, 0.09, 0.20, 0.60], atol=0.01)
+    per_book = np.bincount(R.indices, minlength=R.shape[1])
+    top = np.sort(per_book)[::-1][: int(0.01 * np.count_nonzero(per_book))]
+    assert top.sum() > 0.2 * R.nnz  # power-law popularity: 1% of the rated books, 20% of ratings
