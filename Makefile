@@ -1,11 +1,11 @@
-# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Two entry points for a fresh machine (see README): `make reproduce` and `make test`.
 # Everything is installed into .venv from this project's own pyproject.toml.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint install install-bench clean
+.PHONY: reproduce demo test lint install install-bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ install: $(STAMP)
 install-bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 
+# the paper's experiments at quick sizes, every fusion mode and format, into results/
+reproduce: $(STAMP)
+	$(BIN)/fusedml reproduce --quick --out results
+
+# a shorter tour: the patterns and the estimators' fit times under every fusion mode
 demo: $(STAMP)
 	$(BIN)/fusedml demo
 
@@ -32,4 +37,4 @@ test: lint
 	$(BIN)/python -m pytest -q -n auto
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info results

@@ -25,3 +25,17 @@ def sparse_matrix(
         out.indices = out.indices.astype(np.int32)
         out.indptr = out.indptr.astype(np.int32)
     return out
+
+
+def coded_matrix(rows: int, cols: int, seed: int = 0, max_distinct: int = 1000) -> np.ndarray:
+    """Dense matrix whose columns each hold few distinct values (as integer-coded tables do, so
+    it compresses): column j draws from its own dictionary of 2..max_distinct values in (-1, 1)
+    (log-uniform size) with Zipf-skewed frequencies."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((rows, cols))
+    for j in range(cols):
+        distinct = int(np.exp(rng.uniform(np.log(2), np.log(max_distinct))))
+        odds = 1.0 / np.arange(1, distinct + 1)
+        codes = rng.choice(distinct, size=rows, p=odds / odds.sum())
+        out[:, j] = rng.uniform(-1.0, 1.0, distinct)[codes]
+    return out

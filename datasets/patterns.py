@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fusedml.datasets.generators import dense_matrix, sparse_matrix
+from fusedml.datasets.generators import coded_matrix, dense_matrix, sparse_matrix
 
 import fusedml as fm
 
@@ -19,7 +19,7 @@ import fusedml as fm
 class Pattern:
     name: str
     template: str  # the template the optimizer should pick under cost_based
-    formats: tuple[str, ...]  # "dense" and/or "sparse"
+    formats: tuple[str, ...]  # the demo's: "dense" and/or "sparse" (make_data also: "compressed")
     make_data: Callable[[int, str, int], dict[str, Any]]  # (rows, format, seed) -> inputs
     build_from: Callable[[dict[str, Any]], Any]  # fm.matrix leaves -> fm expression(s)
 
@@ -31,6 +31,8 @@ class Pattern:
 def _matrix(rows: int, cols: int, fmt: str, seed: int, density: float = 0.1):
     if fmt == "sparse":
         return sparse_matrix(rows, cols, density, seed)
+    if fmt == "compressed":  # columns of few distinct values, as CLA's tables have
+        return fm.compress(coded_matrix(rows, cols, seed))
     return dense_matrix(rows, cols, seed)
 
 

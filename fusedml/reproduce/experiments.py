@@ -1,0 +1,252 @@
+"""The experiments ``fusedml reproduce`` runs: the paper's micro-benchmark patterns (one per
+template, reference/paper.md section 3) and its end-to-end fits with the paper's configurations
+(section 4.1), each over the formats and data of the data set registry.
+
+An experiment lists its cases per preset (quick or full): a case is one format, one data set and
+one size. ``inputs(case)`` makes the data and ``run(inputs, mode)`` computes the result under one
+fusion mode (what is timed; its value is what the modes must agree on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+import fusedml as fm
+from fusedml import datasets
+from fusedml.algorithms import ALSCG, GLM, L2SVM, KMeans, MLogReg
+from fusedml.datasets import PATTERNS
+from fusedml.datasets.bodies import ITERATION_BODIES
+
+FORMATS = ("dense", "csr", "compressed")
+PRESETS = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One format, data set and size of an experiment (``size``: rows for micro-benchmarks, the
+    data set's scale for fits)."""
+
+    experiment: str
+    format: str
+    data: str
+    size: float
+    iterations: int = 0  # a fit's iteration budget when not its configuration's (0)
+
+    @property
+    def key(self) -> tuple[str, str, str, float]:
+        return (self.experiment, self.format, self.data, self.size)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    kind: str  # "micro" or "fit"
+    title: str  # the expression, or the algorithm and its configuration
+    cases: Callable[[str], list[Case]]  # preset -> cases
+    inputs: Callable[[Case], Any]  # case -> data (untimed)
+    run: Callable[[Any, str], Any]  # (data, fusion mode) -> result (timed)
+    body: str | None = None  # the iteration body ``fusedml explain`` shows (ITERATION_BODIES)
+    tol: float = 1e-9  # relative difference up to which two modes' results agree
+    # (case, mode) -> why that mode cannot run the case (None: it can)
+    skip: Callable[[Case, str], str | None] = field(default=lambda case, mode: None)
+
+
+# ---------------------------------------------------------------------------- micro-benchmarks
+MICRO_ROWS = {"tiny": (2_000,), "quick": (20_000, 200_000), "full": (20_000, 200_000, 2_000_000)}
+# the Outer pattern's unfused plan materializes a dense (rows/10) x (rows/40) product
+OUTER_ROWS = {"tiny": (2_000,), "quick": (20_000, 100_000), "full": (20_000, 100_000, 400_000)}
+_PATTERN_FORMAT = {"dense": "dense", "csr": "sparse", "compressed": "compressed"}
+
+
+def _micro(name: str, pattern: str, formats: tuple[str, ...], rows=MICRO_ROWS) -> Experiment:
+    def cases(preset: str) -> list[Case]:
+        return [Case(name, f, "generated", r) for f in formats for r in rows[preset]]
+
+    def inputs(case: Case):
+        data = PATTERNS[pattern].make_data(int(case.size), _PATTERN_FORMAT[case.format], 42)
+        return data.get("X", data.get("W")), PATTERNS[pattern].build(data)
+
+    def run(inputs, mode: str):
+        return fm.evaluate(inputs[1], fusion=mode)
+
+    return Experiment(name, "micro", pattern, cases, inputs, run)
+
+
+MICRO = (
+    _micro("cell", "sum(X*Y*Z)", FORMATS),
+    _micro("magg", "sum(X**2), sum(X*Y), sum(Y**2)", FORMATS),
+    _micro("row-mmchain", "X.T @ (w * (X @ v))", FORMATS),
+    _micro("row-mlogreg", "X.T @ (Q - P * rowsum(Q)), Q = P * (X @ V)", FORMATS),
+    _micro("outer", "sum(W * (U @ V.T)**2)", ("csr",), OUTER_ROWS),
+)
+
+
+# ---------------------------------------------------------------------------- end-to-end fits
+# data scale per preset and format (scale 1: dense 1M x 10, CSR 200k x 1000 at 1%, the
+# Airline78-like table 1M x 28, Netflix-like ratings 12k x 17,770); real data has one size
+FIT_SCALES = {
+    "tiny": {"dense": 0.002, "csr": 0.01, "compressed": 0.002, "ratings": 0.02},
+    "quick": {"dense": 0.1, "csr": 0.1, "compressed": 0.1, "ratings": 0.02},
+    "full": {"dense": 2.0, "csr": 1.0, "compressed": 2.0, "ratings": 1.0},
+}
+# (format, data set) per label kind: generated data at every preset, real data (fixed size) in
+# quick and full when its package is installed
+AIRLINE = "airline_like"
+GENERATED = {
+    "binary": (("dense", "dense_binary"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
+    "yes_no": (("dense", "dense_yes_no"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
+    "multiclass": (("dense", "dense_multiclass"), ("csr", "sparse_multiclass"),
+                   ("compressed", AIRLINE)),
+    "none": (("dense", "dense_unlabeled"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
+    "ratings": (("csr", "netflix_like"),),
+}  # fmt: skip
+REAL = {
+    "binary": (("dense", "flights"), ("compressed", "flights")),
+    "yes_no": (),
+    "multiclass": (("csr", "mnist5k"),),
+    "counts": (("dense", "randhie"),),
+    "none": (("dense", "flights"), ("compressed", "flights")),
+    "ratings": (("csr", "movielens_small"),),
+}
+# what the estimators' labels are made of, from a data set's own label
+_LABELS: dict[str, Callable[[np.ndarray | None], np.ndarray | None]] = {
+    "binary": lambda y: y,
+    "yes_no": lambda y: (y > 0).astype(np.float64) if set(np.unique(y)) == {-1.0, 1.0} else y,
+    "multiclass": lambda y: (y > 0) + 1.0 if set(np.unique(y)) == {-1.0, 1.0} else y,
+    "counts": lambda y: y,
+    "none": lambda y: None,
+    "ratings": lambda y: None,
+}
+
+
+def _fit_cases(
+    name: str, label: str, generated=True, budgets: dict[str, int] | None = None
+) -> Callable[[str], list[Case]]:
+    def cases(preset: str) -> list[Case]:
+        scales, budget = FIT_SCALES[preset], (budgets or {}).get(preset, 0)
+        found = [
+            Case(name, fmt, data, scales["ratings" if label == "ratings" else fmt], budget)
+            for fmt, data in (GENERATED.get(label, ()) if generated else ())
+        ]
+        if preset != "tiny":
+            found += [
+                Case(name, fmt, data, 1.0, budget)
+                for fmt, data in REAL[label]
+                if datasets.REGISTRY[data].installed
+            ]
+        return found
+
+    return cases
+
+
+def _standardized(X: Any) -> Any:
+    """Columns scaled to mean 0 and standard deviation 1 (a dense matrix's few distinct values per
+    column stay as few); CSR data is scaled by its largest value, keeping its zeros."""
+    if sp.issparse(X):
+        top = np.abs(X.data).max() if X.nnz else 1.0
+        return X / top
+    sd = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
+
+def _fit_inputs(label: str) -> Callable[[Case], Any]:
+    def inputs(case: Case):
+        X, y = datasets.load(case.data, scale=case.size, format="dense" if
+                             case.format == "compressed" else case.format)  # fmt: skip
+        if label != "ratings":
+            X = _standardized(X)
+        if case.format == "compressed":
+            X = fm.compress(X)
+        return X, _LABELS[label](y), case.iterations
+
+    return inputs
+
+
+def _coefficients(model: Any) -> Any:
+    for name in ("coef_", "cluster_centers_"):
+        if hasattr(model, name):
+            return getattr(model, name)
+    return model.user_factors_, model.item_factors_
+
+
+def _fit(make: Callable[[str, int], Any]) -> Callable[[Any, str], Any]:
+    """(data, mode) -> the fitted coefficients; ``make(mode, iterations)`` builds the estimator
+    (iterations: the case's budget, 0 for the configuration's)."""
+
+    def run(data, mode: str):
+        X, y, iterations = data
+        return _coefficients(make(mode, iterations).fit(X, y))
+
+    return run
+
+
+def _dense_product(case: Case, mode: str) -> str | None:
+    if mode == "none" and case.data == "amazon_like":
+        return "unfused ALS-CG materializes the dense users x books product U @ V.T"
+    return None
+
+
+FITS = (
+    Experiment(
+        "L2SVM", "fit", "L2SVM reg=1e-3, 20 iterations (20 line-search steps at most)",
+        _fit_cases("L2SVM", "binary"), _fit_inputs("binary"),
+        _fit(lambda m, _: L2SVM(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=20, fusion=m)),
+        body="l2svm", tol=1e-6,
+    ),
+    Experiment(
+        "MLogReg", "fit", "MLogReg reg=1e-3, 20 outer / 10 inner iterations",
+        _fit_cases("MLogReg", "multiclass"), _fit_inputs("multiclass"),
+        _fit(lambda m, _: MLogReg(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=10, fusion=m)),
+        body="mlogreg", tol=1e-6,
+    ),
+    Experiment(
+        "GLM-probit", "fit", "GLM binomial-probit reg=1e-3, 20 outer / 10 inner iterations",
+        _fit_cases("GLM-probit", "yes_no"), _fit_inputs("yes_no"),
+        _fit(lambda m, _: GLM(family="binomial", link="probit", reg=1e-3, tol=0.0, max_iter=20,
+                           max_inner_iter=10, fusion=m)),
+        body="glm_binomial_probit", tol=1e-6,
+    ),
+    Experiment(
+        "GLM-poisson", "fit", "GLM Poisson-log reg=1e-3, 20 outer / 10 inner iterations",
+        _fit_cases("GLM-poisson", "counts", generated=False), _fit_inputs("counts"),
+        _fit(lambda m, _: GLM(family="poisson", link="log", reg=1e-3, tol=0.0, max_iter=20,
+                           max_inner_iter=10, fusion=m)),
+        tol=1e-6,
+    ),
+    Experiment(
+        "KMeans", "fit", "KMeans k=5, 1 run, 20 iterations",
+        _fit_cases("KMeans", "none"), _fit_inputs("none"),
+        _fit(lambda m, _: KMeans(n_clusters=5, n_init=1, max_iter=20, tol=0.0, random_state=0,
+                              fusion=m)),
+        body="kmeans", tol=1e-6,
+    ),
+    Experiment(
+        "ALS-CG", "fit", "ALS-CG rank 20, weighted L2 reg=1e-3, 20 iterations (quick: 2)",
+        _fit_cases("ALS-CG", "ratings", budgets={"tiny": 1, "quick": 2}),
+        _fit_inputs("ratings"),
+        _fit(lambda m, it: ALSCG(rank=20, reg=1e-3, reg_type="wL2", max_iter=it or 20, tol=0.0,
+                                 random_state=0, fusion=m)),
+        body="alscg", tol=1e-6, skip=_dense_product,
+    ),
+)  # fmt: skip
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (*MICRO, *FITS)}
+
+
+def explain(name: str, fusion: str = "cost_based", rows: int = 100_000) -> fm.Plan:
+    """The plan of experiment ``name``: its expression over ``rows`` rows of dense data (the
+    micro-benchmarks) or its algorithm's iteration body (the fits)."""
+    experiment = EXPERIMENTS[name]
+    if experiment.kind == "fit" and experiment.body is None:
+        raise ValueError(f"{name} has no iteration body to explain")
+    if experiment.body is None:
+        fmt = experiment.cases("tiny")[0].format
+        _, expr = experiment.inputs(Case(name, fmt, "generated", rows))
+        return fm.explain(expr, fusion=fusion)
+    fn, make = ITERATION_BODIES[experiment.body]
+    return fm.jit(fn).explain(*make(rows), fusion=fusion)
