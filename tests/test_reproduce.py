@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fusedml as fm
-from fusedml import cli
+from fusedml import cli, datasets
 from fusedml.reproduce import experiments, tables
 from fusedml.reproduce.main import write_outputs
 from fusedml.reproduce.measure import difference
@@ -134,3 +134,14 @@ def test_every_experiment_has_cases_in_every_preset():
             cases = experiment.cases(preset)
             assert cases and all(c.format in experiments.FORMATS for c in cases)
         assert experiment.kind in ("micro", "fit")
+
+
+def test_the_registry_names_the_experiments_that_use_each_data_set():
+    users: dict[str, set] = {}
+    for experiment in experiments.EXPERIMENTS.values():
+        for case in experiment.cases("full"):
+            if case.data != "generated":
+                users.setdefault(case.data, set()).add(experiment.name)
+    for entry in datasets.list():
+        assert users.get(entry.name, set()) <= set(entry.experiments), entry.name
+        assert set(entry.experiments) <= set(experiments.EXPERIMENTS) | {"compression"}

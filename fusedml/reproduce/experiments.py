@@ -92,7 +92,7 @@ MICRO = (
 FIT_SCALES = {
     "tiny": {"dense": 0.002, "csr": 0.01, "compressed": 0.002, "ratings": 0.02},
     "quick": {"dense": 0.1, "csr": 0.1, "compressed": 0.1, "ratings": 0.02},
-    "full": {"dense": 2.0, "csr": 1.0, "compressed": 2.0, "ratings": 1.0},
+    "full": {"dense": 2.0, "csr": 1.0, "compressed": 1.0, "ratings": 0.1},
 }
 # (format, data set) per label kind: generated data at every preset, real data (fixed size) in
 # quick and full when its package is installed
@@ -103,8 +103,15 @@ GENERATED = {
     "multiclass": (("dense", "dense_multiclass"), ("csr", "sparse_multiclass"),
                    ("compressed", AIRLINE)),
     "none": (("dense", "dense_unlabeled"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
+    "counts": (("dense", "dense_counts"),),
     "ratings": (("csr", "netflix_like"),),
 }  # fmt: skip
+# (format, data set, scale, iterations) added in the full preset: Mnist8m-like digits (20k x 784 at
+# 25%), Amazon-like ratings (16k users x 2.33M books; 2 iterations, Base cannot run it)
+FULL_ONLY = {
+    "multiclass": (("csr", "mnist8m_like", 0.2, 0),),
+    "ratings": (("csr", "amazon_like", 0.02, 2),),
+}
 REAL = {
     "binary": (("dense", "flights"), ("compressed", "flights")),
     "yes_no": (),
@@ -113,6 +120,19 @@ REAL = {
     "none": (("dense", "flights"), ("compressed", "flights")),
     "ratings": (("csr", "movielens_small"),),
 }
+# --quick keeps to 5 minutes with a cold kernel cache (a compressed Row kernel compiles in about
+# 10 s): real data only for the paper's Airline stand-in, compressed, and the counts of the
+# Poisson GLM, compressed fits only for L2SVM and KMeans; --full runs every case
+QUICK_REAL = {("L2SVM", "compressed", "flights"), ("GLM-poisson", "dense", "randhie")}
+QUICK_COMPRESSED_FITS = {"L2SVM", "KMeans"}
+
+
+def _in_quick(case: Case) -> bool:
+    if datasets.REGISTRY[case.data].package is not None:
+        return (case.experiment, case.format, case.data) in QUICK_REAL
+    return case.format != "compressed" or case.experiment in QUICK_COMPRESSED_FITS
+
+
 # what the estimators' labels are made of, from a data set's own label
 _LABELS: dict[str, Callable[[np.ndarray | None], np.ndarray | None]] = {
     "binary": lambda y: y,
@@ -125,13 +145,13 @@ _LABELS: dict[str, Callable[[np.ndarray | None], np.ndarray | None]] = {
 
 
 def _fit_cases(
-    name: str, label: str, generated=True, budgets: dict[str, int] | None = None
+    name: str, label: str, budgets: dict[str, int] | None = None
 ) -> Callable[[str], list[Case]]:
     def cases(preset: str) -> list[Case]:
         scales, budget = FIT_SCALES[preset], (budgets or {}).get(preset, 0)
         found = [
             Case(name, fmt, data, scales["ratings" if label == "ratings" else fmt], budget)
-            for fmt, data in (GENERATED.get(label, ()) if generated else ())
+            for fmt, data in GENERATED[label]
         ]
         if preset != "tiny":
             found += [
@@ -139,7 +159,9 @@ def _fit_cases(
                 for fmt, data in REAL[label]
                 if datasets.REGISTRY[data].installed
             ]
-        return found
+        if preset == "full":
+            found += [Case(name, *spec) for spec in FULL_ONLY.get(label, ())]
+        return [c for c in found if _in_quick(c)] if preset == "quick" else found
 
     return cases
 
@@ -213,7 +235,7 @@ FITS = (
     ),
     Experiment(
         "GLM-poisson", "fit", "GLM Poisson-log reg=1e-3, 20 outer / 10 inner iterations",
-        _fit_cases("GLM-poisson", "counts", generated=False), _fit_inputs("counts"),
+        _fit_cases("GLM-poisson", "counts"), _fit_inputs("counts"),
         _fit(lambda m, _: GLM(family="poisson", link="log", reg=1e-3, tol=0.0, max_iter=20,
                            max_inner_iter=10, fusion=m)),
         tol=1e-6,
@@ -226,8 +248,8 @@ FITS = (
         body="kmeans", tol=1e-6,
     ),
     Experiment(
-        "ALS-CG", "fit", "ALS-CG rank 20, weighted L2 reg=1e-3, 20 iterations (quick: 2)",
-        _fit_cases("ALS-CG", "ratings", budgets={"tiny": 1, "quick": 2}),
+        "ALS-CG", "fit", "ALS-CG rank 20, weighted L2 reg=1e-3, 20 iterations (quick 2, full 5)",
+        _fit_cases("ALS-CG", "ratings", budgets={"tiny": 1, "quick": 2, "full": 5}),
         _fit_inputs("ratings"),
         _fit(lambda m, it: ALSCG(rank=20, reg=1e-3, reg_type="wL2", max_iter=it or 20, tol=0.0,
                                  random_state=0, fusion=m)),

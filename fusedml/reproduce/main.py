@@ -15,7 +15,7 @@ from fusedml.reproduce.report import markdown, meta_of, write_data
 from fusedml.reproduce.runner import Options, Outcome, run
 from fusedml.reproduce.tables import console_table, rows
 
-REPEATS = {"tiny": 2, "quick": 3, "full": 5}
+REPEATS = {"tiny": 2, "quick": 3, "full": 3}
 
 
 def _names(known) -> callable:
@@ -41,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="preset",
         action="store_const",
         const="full",
-        help="the largest sizes that fit this machine: micro-benchmarks up to 2M "
-        "rows, dense fits on 2M x 10, CSR 200k x 1000, Airline-like 2M x 28",
+        help="the largest sizes that fit this machine in about an hour: micro-benchmarks up "
+        "to 2M rows, fits on dense 2M x 10, CSR 200k x 1000, Airline-like 1M x 28, "
+        "Mnist8m-like 20k x 784, Netflix-like 1.2k users, Amazon-like 16k users",
     )
     size.add_argument(
         "--tiny", dest="preset", action="store_const", const="tiny", help=argparse.SUPPRESS
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated fusion modes; default all")  # fmt: skip
     parser.add_argument("--formats", type=_names(FORMATS), default=FORMATS,
                         help="comma-separated; default dense,csr,compressed")  # fmt: skip
-    parser.add_argument("--repeat", type=int, help="timed calls per mode (quick 3, full 5)")
+    parser.add_argument("--repeat", type=int, help="timed calls per mode (default 3)")
     parser.add_argument("--out", default="reproduce-results", help="output folder")
     parser.add_argument(
         "--reuse-kernel-cache",

@@ -178,8 +178,8 @@ def first_calls_elsewhere(cases: list[Case], options: Options, cache_dir: str) -
     (``fusedml.reproduce.firsts``) that take the cases one at a time."""
     workers = options.workers or min(len(os.sched_getaffinity(0)), 4)
     todo: queue.Queue = queue.Queue()
-    for case in cases:
-        todo.put(case)
+    for case in sorted(cases, key=_expected_compile, reverse=True):
+        todo.put(case)  # the longest first, so that no worker is left with one at the end
     done: queue.Queue = queue.Queue()
     env = dict(os.environ, FUSEDML_CACHE_DIR=cache_dir, FUSEDML_COMPILE="eager")
     modes = json.dumps(list(options.modes))
@@ -205,6 +205,12 @@ def first_calls_elsewhere(cases: list[Case], options: Options, cache_dir: str) -
                 child.stdin.close()
             child.wait()
     return found
+
+
+def _expected_compile(case: Case) -> int:
+    """A rank of how long a case's cold first calls take: fits compile more kernels than
+    micro-benchmarks, and compressed kernels take longest."""
+    return (case.format == "compressed") + 2 * (case.data != "generated")
 
 
 def _feed(child: subprocess.Popen, todo: queue.Queue, done: queue.Queue) -> None:
