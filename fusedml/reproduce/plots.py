@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from fusedml.reproduce.tables import LABELS, Row, rows
+from fusedml.reproduce.tables import LABELS, Row, fmt_seconds, rows
 
 COLORS = {"none": "#7f7f7f", "hand": "#1f77b4", "fuse_all": "#2ca02c",
           "fuse_no_redundancy": "#ff7f0e", "cost_based": "#d62728"}  # fmt: skip
@@ -86,6 +86,9 @@ def _sizes(plt, micro: list[Row], modes, folder: str) -> str:
                         color=COLORS[mode])  # fmt: skip
         ax.set(xscale="log", yscale="log", title=f"{name} ({fmt})", xlabel="rows",
                ylabel="seconds")  # fmt: skip
+        sizes = sorted({r.size for r in mine})
+        ax.set_xticks(sizes, [f"{int(x):,}" for x in sizes], fontsize=7)
+        ax.minorticks_off()
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
@@ -94,31 +97,35 @@ def _sizes(plt, micro: list[Row], modes, folder: str) -> str:
 
 def _overheads(plt, fits: list[Row], folder: str) -> str:
     """Per fit two bars: the first fit on an empty kernel cache (cold) and in a new process on the
-    filled one (warm), each split into optimization, compile or load, and the fit itself."""
-    parts = (("optimize_s", "optimization", "#9467bd"),
-             ("compile_s", "compile / load kernels", "#d62728"),
-             ("median_s", "the fit itself", "#2ca02c"))  # fmt: skip
+    filled one (warm), each split into optimization, compile or load, and the fit itself, as
+    shares of that first fit (its seconds written beside)."""
+    parts = (("optimization", "#9467bd"), ("compile (cold) / load (warm) kernels", "#d62728"),
+             ("the fit itself", "#2ca02c"))  # fmt: skip
     bars = []
     for r in fits:
         g = r.modes["cost_based"]
         name = f"{r.experiment} / {r.format} / {r.data}"
-        bars.append((f"{name}, cold", [g.get(f) or 0.0 for f, _, _ in parts]))
+        bars.append((f"{name}, cold", [g.get("optimize_s") or 0.0, g.get("compile_s") or 0.0,
+                                       g["median_s"]]))  # fmt: skip
         if "warm_first_s" in g:
             warm = [g.get("warm_optimize_s") or 0.0, g.get("warm_load_s") or 0.0, g["median_s"]]
             bars.append((f"{name}, warm", warm))
     fig, ax = plt.subplots(figsize=(9, 0.3 * len(bars) + 1.6))
     labels = [label for label, _ in bars]
+    totals = [sum(values) for _, values in bars]
     left = [0.0] * len(bars)
-    for i, (_, name, color) in enumerate(parts):
-        widths = [values[i] for _, values in bars]
+    for i, (name, color) in enumerate(parts):
+        widths = [values[i] / total for (_, values), total in zip(bars, totals, strict=True)]
         ax.barh(labels, widths, left=left, label=name, color=color)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_xscale("symlog", linthresh=0.1)
-    ax.set_xlabel("seconds of Gen's first fit (symlog)")
+    for y, total in enumerate(totals):
+        ax.text(1.01, y, fmt_seconds(total), va="center", fontsize=7)
+    ax.set_xlim(0, 1.12)
+    ax.set_xlabel("share of Gen's first fit (its seconds at the right)")
     ax.set_title("Gen's first fit, cold and warm: where the time goes")
     ax.tick_params(axis="y", labelsize=7)
     ax.invert_yaxis()
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=3)
     return _save(fig, plt, folder, "overheads.png")
 
 

@@ -117,9 +117,13 @@ def _near_best(found: list[Row]) -> list[str]:
     for r in misses:
         best = r.best
         gen, other = r.modes["cost_based"], r.modes[best]
+        same = _operators(other) == _operators(gen)
+        plans = ("the same operator counts: the plans differ in what the operators cover, or the "
+                 "gap is noise" if same else
+                 f"{_operators(other)} planned vs Gen's {_operators(gen)}")  # fmt: skip
         lines.append(
             f"Not on {r.label}: {LABELS[best]} is {r.gen_vs_best:.2f}x faster "
-            f"({_operators(other)} planned vs Gen's {_operators(gen)})."
+            f"({fmt_seconds(other['median_s'])} vs {fmt_seconds(gen['median_s'])}; {plans})."
         )
     return lines
 
@@ -189,7 +193,7 @@ def _agreement(found: list[Row]) -> list[str]:
 def _table(title: str, found: list[Row], modes: tuple[str, ...]) -> str:
     if not found:
         return ""
-    head = ["case", "data", *(LABELS[m] for m in modes), "Gen vs Base", "Gen vs Fused",
+    head = ["case", "rows x cols", *(LABELS[m] for m in modes), "Gen vs Base", "Gen vs Fused",
             "Gen/best", "modes agree"]  # fmt: skip
     lines = [f"## {title}\n", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in found:
