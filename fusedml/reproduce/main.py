@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="full",
         help="the largest sizes that fit this machine in about an hour: micro-benchmarks up "
         "to 2M rows, fits on dense 1M x 10, CSR 200k x 1000, Airline-like 1M x 28, "
-        "Mnist8m-like 20k x 784, Netflix-like 1.2k users, Amazon-like 8k users",
+        "Mnist8m-like 20k x 784, Netflix-like 1.2k users",
     )
     size.add_argument(
         "--tiny", dest="preset", action="store_const", const="tiny", help=argparse.SUPPRESS
