@@ -39,6 +39,7 @@ def test_every_output_file_is_written(tiny_run, capsys):
     assert all((out / "plots" / p).stat().st_size > 5_000 for p in pngs)
     report = (out / "report.md").read_text()
     for part in ("## Findings", "Gen vs Base", "## End-to-end fits", "## Micro-benchmarks",
+                 "## Beside the paper", "| L2SVM | dense 100M x 10",
                  "## Overheads of Gen", "plots/L2SVM.png"):  # fmt: skip
         assert part in report
 
@@ -145,3 +146,12 @@ def test_the_registry_names_the_experiments_that_use_each_data_set():
     for entry in datasets.list():
         assert users.get(entry.name, set()) <= set(entry.experiments), entry.name
         assert set(entry.experiments) <= set(experiments.EXPERIMENTS) | {"compression"}
+
+
+@pytest.mark.parametrize(
+    "argv", [["--repeat", "0"], ["--experiments", "nope"], ["--modes", "fast"], ["--formats", ""]]
+)
+def test_bad_arguments_are_refused(argv, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", *argv])
+    assert "error" in capsys.readouterr().err

@@ -31,6 +31,13 @@ def _names(known) -> callable:
     return parse
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="preset", action="store_const", const="quick",
@@ -41,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="preset",
         action="store_const",
         const="full",
-        help="the largest sizes that fit this machine in about an hour: micro-benchmarks up "
+        help="larger sizes, about 25 minutes on 2 cores: micro-benchmarks up "
         "to 2M rows, fits on dense 1M x 10, CSR 200k x 1000, Airline-like 1M x 28, "
         "Mnist8m-like 20k x 784, Netflix-like 1.2k users",
     )
@@ -56,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated fusion modes; default all")  # fmt: skip
     parser.add_argument("--formats", type=_names(FORMATS), default=FORMATS,
                         help="comma-separated; default dense,csr,compressed")  # fmt: skip
-    parser.add_argument("--repeat", type=int, help="timed calls per mode (default 3)")
+    parser.add_argument("--repeat", type=_positive, help="timed calls per mode (default 3)")
     parser.add_argument("--out", default="reproduce-results", help="output folder")
     parser.add_argument(
         "--reuse-kernel-cache",
@@ -64,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compile into the configured kernel cache (FUSEDML_CACHE_DIR) "
         "instead of a fresh one in --out (cold compiles are then not measured)",
     )
-    parser.add_argument("--workers", type=int, default=0,
+    parser.add_argument("--workers", type=_positive, default=0,
                         help="processes of the cold pass (default: one per core)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 

@@ -10,9 +10,21 @@ import platform
 import statistics
 from dataclasses import asdict
 
+from fusedml.datasets import REGISTRY
 from fusedml.reproduce.tables import LABELS, NEAR_BEST, Row, fmt_ratio, fmt_seconds, rows
 
 PAPER_GEN_VS_FUSED = 21.0  # "up to 21x compared to hand-written fused operators" (end to end)
+# the paper's development measurements (reference/paper.md sections 3 and 4.3: SystemML commits
+# and mailing-list posts of 2017-2018, not its final figures): experiment -> (its setting,
+# seconds of Base, Fused and Gen, None where not stated, and the format compared here)
+PAPER = {
+    "cell": ("sum(X*Y*Z), sparse 1M x 1K, 20 iterations", (82, 11.7, 5.9), "csr"),
+    "magg": ("sum(X*Y), sum(Y*Z), sparse 1M x 1K", (129, 12.4, 7.1), "csr"),
+    "L2SVM": ("dense 100M x 10, 20 iterations", (496, 219, 32), "dense"),
+    "MLogReg": ("dense 100M x 10", (None, 512, 193), "dense"),
+    "GLM-probit": ("dense 100M x 10, 20/10 iterations", (2500, 2722, 145), "dense"),
+    "KMeans": ("dense 100M x 10, k=5, 20 iterations", (None, 1972, 128), "dense"),
+}
 RED_OPEN, RED_CLOSE = '<span style="color:red">', "</span>"
 
 
@@ -46,6 +58,7 @@ def markdown(records: list[dict], meta: dict, plots: list[str], modes: tuple[str
         *_findings(fits, micro),
         _table("End-to-end fits (median seconds per fit)", fits, modes),
         _table("Micro-benchmarks (median seconds per evaluation)", micro, modes),
+        _beside_paper(found),
         _overheads(fits),
         "## Plots\n\n"
         + "\n".join(f"![{os.path.basename(p)}](plots/{os.path.basename(p)})" for p in plots)
@@ -211,6 +224,45 @@ def _table(title: str, found: list[Row], modes: tuple[str, ...]) -> str:
                  fmt_ratio(r.gen_vs_best), agree]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _beside_paper(found: list[Row]) -> str:
+    """The paper's Gen speed-ups next to this run's on the largest case of the same format."""
+    head = ["experiment", "paper's setting", "paper: Gen vs Base", "paper: Gen vs Fused",
+            "here (largest case)", "here: vs Base", "here: vs Fused", "verdict"]  # fmt: skip
+    lines = ["## Beside the paper\n",
+             "The paper's numbers are development measurements from SystemML's history "
+             "(reference/paper.md), on a 2x6-core server at 100x to 1000x these sizes.\n",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+    for name, (setting, (base, fused, gen), fmt) in PAPER.items():
+        mine = [r for r in found if r.experiment == name and r.format == fmt
+                and r.seconds("cost_based") is not None]  # fmt: skip
+        if not mine:
+            continue
+        r = max(mine, key=lambda r: (_generated(r.data), r.size))
+        paper = [base / gen if base else None, fused / gen]
+        here = [r.speedup("none"), r.speedup("hand")]
+        cells = [name, setting, fmt_ratio(paper[0]), fmt_ratio(paper[1]), r.label,
+                 fmt_ratio(here[0]), fmt_ratio(here[1]), _verdict(paper[1], here[1])]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _generated(data: str) -> bool:
+    """Whether a case's data is generated (as the paper's synthetic data), not a real data set."""
+    entry = REGISTRY.get(data)
+    return entry is None or entry.package is None
+
+
+def _verdict(paper: float, here: float | None) -> str:
+    """How this run's Gen vs Fused compares with the paper's."""
+    if here is None:
+        return "-"
+    if here < 1 / NEAR_BEST:
+        return f"{RED_OPEN}contradicts: Gen is slower than Fused here{RED_CLOSE}"
+    if here >= paper / 2:
+        return "agrees"
+    return "same direction, less than half the paper's gain"
 
 
 def _cell(r: Row, mode: str) -> str:
