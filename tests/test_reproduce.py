@@ -59,9 +59,9 @@ def test_modes_agree_and_costs_are_measured(tiny_run):
     assert all(r["ops_hand"] > 0 for r in records if r["mode"] == "hand" and r["kind"] == "fit")
 
 
-def _fake(name, wrong_mode=None, interrupt_at=None):
+def _fake(name, wrong_mode=None, interrupt_at=None, skip_mode=None):
     """A one-value experiment; ``wrong_mode`` gets a value 1% off, ``interrupt_at`` (a size)
-    raises KeyboardInterrupt as if Ctrl-C came."""
+    raises KeyboardInterrupt as if Ctrl-C came, ``skip_mode`` cannot run."""
 
     def run_(data, mode):
         if data[1] == interrupt_at:
@@ -72,6 +72,7 @@ def _fake(name, wrong_mode=None, interrupt_at=None):
         name, "micro", "fake", lambda preset: [experiments.Case(name, "dense", "generated", s)
                                                for s in (10, 20)],
         lambda case: (np.zeros((int(case.size), 2)), case.size), run_,
+        skip=lambda case, mode: "too big" if mode == skip_mode else None,
     )  # fmt: skip
 
 
@@ -155,3 +156,12 @@ def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", *argv])
     assert "error" in capsys.readouterr().err
+
+
+def test_a_mode_that_cannot_run_a_case_is_reported_as_skipped(tmp_path):
+    outcome = run(_options(tmp_path), {"fake": _fake("fake", skip_mode="none")})
+    skipped = [r for r in outcome.records if r["skipped"]]
+    assert {r["mode"] for r in skipped} == {"none"} and "median_s" not in skipped[0]
+    assert all(r["agrees"] for r in outcome.records if not r["skipped"])  # against the next mode
+    text = markdown(outcome.records, _meta(outcome), [], fm.FUSION_MODES)
+    assert "skipped (too big)" in text

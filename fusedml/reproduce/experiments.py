@@ -215,12 +215,6 @@ def _fit(make: Callable[[str, int], Any]) -> Callable[[Any, str], Any]:
     return run
 
 
-def _dense_product(case: Case, mode: str) -> str | None:
-    if mode == "none" and case.data == "amazon_like":  # (when a run adds Amazon-like cases)
-        return "unfused ALS-CG materializes the dense users x books product U @ V.T"
-    return None
-
-
 FITS = (
     Experiment(
         "L2SVM", "fit", "L2SVM reg=1e-3, 20 iterations (20 line-search steps at most)",
@@ -261,7 +255,7 @@ FITS = (
         _fit_inputs("ratings"),
         _fit(lambda m, it: ALSCG(rank=20, reg=1e-3, reg_type="wL2", max_iter=it or 20, tol=0.0,
                                  random_state=0, fusion=m)),
-        body="alscg", tol=1e-6, skip=_dense_product,
+        body="alscg", tol=1e-6,
     ),
 )  # fmt: skip
 
