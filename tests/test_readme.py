@@ -16,5 +16,12 @@ def test_readme_example_runs(capsys):
 
 
 def test_readme_names_the_two_setup_commands():
+    """The set-up block holds exactly the main job and the tests, both Makefile targets."""
     text = README.read_text()
-    assert "make demo" in text and "make test" in text
+    section = text[text.index("## Set up on a fresh machine") :]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
+    assert [c for c in commands if c] == ["make reproduce", "make test"]
+    makefile = (README.parent / "Makefile").read_text()
+    assert re.search(r"^reproduce:", makefile, flags=re.M)
+    assert re.search(r"^test:", makefile, flags=re.M)
