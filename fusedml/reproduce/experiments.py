@@ -23,7 +23,6 @@ from fusedml.datasets import PATTERNS
 from fusedml.datasets.bodies import ITERATION_BODIES
 
 FORMATS = ("dense", "csr", "compressed")
-PRESETS = ("tiny", "quick", "full")
 
 
 @dataclass(frozen=True)
@@ -215,47 +214,55 @@ def _fit(make: Callable[[str, int], Any]) -> Callable[[Any, str], Any]:
     return run
 
 
+def _fit_experiment(
+    name: str,
+    title: str,
+    label: str,
+    make: Callable[[str, int], Any],
+    body: str | None = None,
+    budgets: dict[str, int] | None = None,
+) -> Experiment:
+    """A fit of ``make(mode, iterations)`` on the data sets of ``label``; modes agree to 1e-6."""
+    return Experiment(name, "fit", title, _fit_cases(name, label, budgets), _fit_inputs(label),
+                      _fit(make), body=body, tol=1e-6)  # fmt: skip
+
+
+def _glm(family: str, link: str):
+    return lambda m, _: GLM(family=family, link=link, reg=1e-3, tol=0.0, max_iter=20,
+                            max_inner_iter=10, fusion=m)  # fmt: skip
+
+
 FITS = (
-    Experiment(
-        "L2SVM", "fit", "L2SVM reg=1e-3, 20 iterations (20 line-search steps at most)",
-        _fit_cases("L2SVM", "binary"), _fit_inputs("binary"),
-        _fit(lambda m, _: L2SVM(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=20, fusion=m)),
-        body="l2svm", tol=1e-6,
+    _fit_experiment(
+        "L2SVM", "L2SVM reg=1e-3, 20 iterations (20 line-search steps at most)", "binary",
+        lambda m, _: L2SVM(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=20, fusion=m),
+        body="l2svm",
     ),
-    Experiment(
-        "MLogReg", "fit", "MLogReg reg=1e-3, 20 outer / 10 inner iterations",
-        _fit_cases("MLogReg", "multiclass"), _fit_inputs("multiclass"),
-        _fit(lambda m, _: MLogReg(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=10, fusion=m)),
-        body="mlogreg", tol=1e-6,
+    _fit_experiment(
+        "MLogReg", "MLogReg reg=1e-3, 20 outer / 10 inner iterations", "multiclass",
+        lambda m, _: MLogReg(reg=1e-3, tol=0.0, max_iter=20, max_inner_iter=10, fusion=m),
+        body="mlogreg",
     ),
-    Experiment(
-        "GLM-probit", "fit", "GLM binomial-probit reg=1e-3, 20 outer / 10 inner iterations",
-        _fit_cases("GLM-probit", "yes_no"), _fit_inputs("yes_no"),
-        _fit(lambda m, _: GLM(family="binomial", link="probit", reg=1e-3, tol=0.0, max_iter=20,
-                           max_inner_iter=10, fusion=m)),
-        body="glm_binomial_probit", tol=1e-6,
+    _fit_experiment(
+        "GLM-probit", "GLM binomial-probit reg=1e-3, 20 outer / 10 inner iterations", "yes_no",
+        _glm("binomial", "probit"), body="glm_binomial_probit",
     ),
-    Experiment(
-        "GLM-poisson", "fit", "GLM Poisson-log reg=1e-3, 20 outer / 10 inner iterations",
-        _fit_cases("GLM-poisson", "counts"), _fit_inputs("counts"),
-        _fit(lambda m, _: GLM(family="poisson", link="log", reg=1e-3, tol=0.0, max_iter=20,
-                           max_inner_iter=10, fusion=m)),
-        tol=1e-6,
+    _fit_experiment(
+        "GLM-poisson", "GLM Poisson-log reg=1e-3, 20 outer / 10 inner iterations", "counts",
+        _glm("poisson", "log"),
     ),
-    Experiment(
-        "KMeans", "fit", "KMeans k=5, 1 run, 20 iterations",
-        _fit_cases("KMeans", "none"), _fit_inputs("none"),
-        _fit(lambda m, _: KMeans(n_clusters=5, n_init=1, max_iter=20, tol=0.0, random_state=0,
-                              fusion=m)),
-        body="kmeans", tol=1e-6,
+    _fit_experiment(
+        "KMeans", "KMeans k=5, 1 run, 20 iterations", "none",
+        lambda m, _: KMeans(n_clusters=5, n_init=1, max_iter=20, tol=0.0, random_state=0,
+                            fusion=m),
+        body="kmeans",
     ),
-    Experiment(
-        "ALS-CG", "fit", "ALS-CG rank 20, weighted L2 reg=1e-3, 20 iterations (quick 1, full 5)",
-        _fit_cases("ALS-CG", "ratings", budgets={"tiny": 1, "quick": 1, "full": 5}),
-        _fit_inputs("ratings"),
-        _fit(lambda m, it: ALSCG(rank=20, reg=1e-3, reg_type="wL2", max_iter=it or 20, tol=0.0,
-                                 random_state=0, fusion=m)),
-        body="alscg", tol=1e-6,
+    _fit_experiment(
+        "ALS-CG", "ALS-CG rank 20, weighted L2 reg=1e-3, 20 iterations (quick 1, full 5)",
+        "ratings",
+        lambda m, it: ALSCG(rank=20, reg=1e-3, reg_type="wL2", max_iter=it or 20, tol=0.0,
+                            random_state=0, fusion=m),
+        body="alscg", budgets={"tiny": 1, "quick": 1, "full": 5},
     ),
 )  # fmt: skip
 

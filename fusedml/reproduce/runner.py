@@ -29,7 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import fusedml as fm
 from fusedml._timing import call_seconds
-from fusedml.reproduce.experiments import EXPERIMENTS, Case, Experiment
+from fusedml.reproduce.experiments import EXPERIMENTS, FORMATS, Case, Experiment
 from fusedml.reproduce.measure import PeakMemory, difference, first_call
 from fusedml.select.constants import CALIBRATION_FILE
 
@@ -41,7 +41,7 @@ class Options:
     preset: str = "quick"
     experiments: tuple[str, ...] = tuple(EXPERIMENTS)
     modes: tuple[str, ...] = fm.FUSION_MODES
-    formats: tuple[str, ...] = ("dense", "csr", "compressed")
+    formats: tuple[str, ...] = FORMATS
     repeat: int = 3
     out: str = "reproduce-results"
     fresh_cache: bool = True  # compile into a new kernel cache (cold) instead of the configured
