@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: reproduce demo test lint install install-bench clean
+.PHONY: reproduce demo test lint install install-bench bench bench-smoke bench-site clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,31 @@ install: $(STAMP)
 # the benchmark extra (asv, numexpr) for asv_benches/
 install-bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
+
+# asv (asv_benches/README.md): the regular profile on this checkout's installed package, results
+# stored for HEAD (then `asv publish`); history runs over commits use asv's virtualenv mode
+bench: install-bench
+	$(BIN)/asv machine --yes > /dev/null
+	FUSEDML_BENCH_PROFILE=regular $(BIN)/asv run --python=same --show-stderr \
+		--set-commit-hash $$(git rev-parse HEAD)
+
+# CI's: the suite's consistency, then the fast profile once in a new kernel cache (about 5 minutes
+# here): every micro, cold-start, optimizer and compression benchmark, two estimators' fits (the
+# rest compiles every estimator's kernels for 6 more minutes: `make bench-smoke SMOKE=`)
+SMOKE ?= -b '^(micro|coldstart|optimizer|compression)\.' -b '^overhead\.CallOverhead' \
+	-b '^estimators\.(L2SVM|KMeans)\.' -b '^compressed\.(Fits|Operations\.time_(sum|mm))'
+bench-smoke: install-bench
+	$(BIN)/asv machine --yes > /dev/null
+	$(BIN)/asv check --python=same
+	FUSEDML_BENCH_PROFILE=fast FUSEDML_CACHE_DIR=$$(mktemp -d) \
+		$(BIN)/asv run --python=same --quick --show-stderr --durations 5 $(SMOKE)
+
+# the site of every stored result (.asv/html), and a screenshot of one benchmark's graph page
+BENCH_GRAPH ?= micro.Cell.time_evaluate
+bench-site: install-bench
+	$(BIN)/asv publish
+	command -v chromium > /dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python asv_benches/site_screenshot.py $(BENCH_GRAPH) --out .asv/$(BENCH_GRAPH).png
 
 # the paper's experiments at quick sizes, every fusion mode and format, into results/
 reproduce: $(STAMP)

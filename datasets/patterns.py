@@ -52,8 +52,11 @@ def _outer_data(rows, fmt, seed):
     # unfused evaluation materializes the dense m x n product U @ V.T: keep it at rows**2 / 400
     # cells (25M for 100k rows), a 10th of the rows by a 40th
     m, n, rank = max(rows // 10, 1), max(rows // 40, 1), 10
+    W = sparse_matrix(m, n, 0.01, seed)
+    if fmt != "sparse":  # the same ratings-like W, stored dense or compressed
+        W = W.toarray() if fmt == "dense" else fm.compress(W.toarray())
     return {
-        "W": sparse_matrix(m, n, 0.01, seed),
+        "W": W,
         "U": dense_matrix(m, rank, seed + 1),
         "V": dense_matrix(n, rank, seed + 2),
     }

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fusedml as fm
 from fusedml import cli, datasets
@@ -147,6 +148,25 @@ def test_the_registry_names_the_experiments_that_use_each_data_set():
     for entry in datasets.list():
         assert users.get(entry.name, set()) <= set(entry.experiments), entry.name
         assert set(entry.experiments) <= set(experiments.EXPERIMENTS) | {"compression"}
+
+
+TYPES = {"dense": np.ndarray, "csr": sp.sparray, "compressed": fm.CompressedMatrix}
+
+
+@pytest.mark.parametrize("name", [e.name for e in experiments.FITS])
+def test_every_fit_has_generated_data_in_every_format(name):
+    """The asv estimator suite fits each experiment on each format's generated data set."""
+    experiment = experiments.EXPERIMENTS[name]
+    for fmt in experiments.FORMATS:
+        case = experiments.generated_case(experiment, fmt, "tiny")
+        assert name in datasets.REGISTRY[case.data].experiments
+        X, y, _ = experiment.inputs(case)
+        assert X.shape[0] > 0 and isinstance(X, TYPES[fmt])
+        if experiment.label in ("ratings", "none"):
+            assert y is None
+        else:  # labels the estimator accepts: counts >= 0, two or more classes
+            assert len(y) == X.shape[0] and len(np.unique(y)) >= 2
+            assert experiment.label != "counts" or y.min() >= 0
 
 
 @pytest.mark.parametrize(

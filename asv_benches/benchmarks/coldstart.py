@@ -1,5 +1,5 @@
-"""A user's first fit in a new process: empty kernel cache (background compile tier, or eager
-compiles), warm disk cache, operator-at-a-time (``fusion="none"``), and the second fit.
+"""A user's first fit in a new process: empty kernel cache (eager compiles, or the background
+compile tier), warm disk cache, operator-at-a-time (``fusion="none"``), and the second fit.
 
 ``first_fit`` runs in the child process (``python -m benchmarks.coldstart ...`` or asv's
 ``timeraw_``); ``coldstart_table.py`` prints the comparison table.
@@ -12,11 +12,13 @@ import tempfile
 import time
 import warnings
 
+from .common import PROFILE
+
 ESTIMATORS = ("L2SVM", "MLogReg", "GLM", "KMeans", "ALSCG")
-ROWS = (20_000, 200_000, 1_000_000)
+ROWS = (20_000, 200_000, 1_000_000)  # coldstart_table.py's (asv: the profile's first_fit_rows)
 # ALS-CG's ratings scale at those sizes (1.0 = 12k users x 17,770 items at 1.2 %; its fits take
 # seconds already at a tenth of that)
-ALS_SCALES = {20_000: 0.02, 200_000: 0.1, 1_000_000: 0.25}
+ALS_SCALES = {2_000: 0.01, 20_000: 0.02, 200_000: 0.1, 1_000_000: 0.25}
 
 
 def data(name, rows):
@@ -58,14 +60,14 @@ _CODE = (
 _SUITE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds benchmarks/
 
 
-def _setup(name, rows, fusion, cache):
+def _setup(name, rows, fusion, cache, tier="background"):
     return (
         "import os, sys, tempfile, warnings\n"
         f"sys.path.insert(0, {_SUITE!r})  # asv's new process does not have the suite's path\n"
         "from benchmarks.common import wait_for_compile_workers\n"
         "wait_for_compile_workers()  # an earlier repeat's worker must not share the cores\n"
         f"os.environ['FUSEDML_CACHE_DIR'] = {cache!r} or tempfile.mkdtemp()\n"
-        "os.environ['FUSEDML_COMPILE'] = 'background'  # a user's default\n"
+        f"os.environ['FUSEDML_COMPILE'] = {tier!r}  # background: a user's default\n"
         "warnings.simplefilter('ignore')\n"
         "from benchmarks.coldstart import data\n"
         "from fusedml.estimator_bench import SPECS\n"
@@ -75,11 +77,11 @@ def _setup(name, rows, fusion, cache):
 
 
 class FirstFit:
-    """asv: each estimator's first fit in a new process at 20k, 200k and 1M rows (dense; ALS-CG on
-    ratings): cost_based from an empty cache (background tier), from a warm disk cache, and
-    ``fusion="none"``."""
+    """asv: each estimator's first fit in a new process at the profile's rows (dense; ALS-CG on
+    ratings): cost_based from an empty cache (eager compiles, or the background tier), from a warm
+    disk cache, and ``fusion="none"``."""
 
-    params = (list(ESTIMATORS), list(ROWS))
+    params = (list(ESTIMATORS), list(PROFILE.first_fit_rows))
     param_names = ["estimator", "rows"]
     timeout = 600
     number = 1
@@ -89,13 +91,16 @@ class FirstFit:
         warm = tempfile.mkdtemp(prefix="fusedml-asv-warm-")
         os.environ["FUSEDML_CACHE_DIR"] = warm
         for name in ESTIMATORS:
-            for rows in ROWS:
+            for rows in PROFILE.first_fit_rows:
                 # eager (as every benchmark here): the disk cache then holds each fit's kernels
                 first_fit(name, rows, "cost_based")
         return warm
 
     def timeraw_cold_cache(self, warm, name, rows):
         return _CODE, _setup(name, rows, "cost_based", "")
+
+    def timeraw_cold_eager(self, warm, name, rows):
+        return _CODE, _setup(name, rows, "cost_based", "", tier="eager")
 
     def timeraw_warm_cache(self, warm, name, rows):
         return _CODE, _setup(name, rows, "cost_based", warm)

@@ -1,16 +1,48 @@
-"""Hand-written numba kernels for the two patterns no hand-coded fused operator covers (the
-multi-aggregate and the outer loss without X): the yardstick generated code is measured against
-there (written as one would by hand: parallel row chunks, no temporaries). sum(X*Y*Z) and the
-mmchain are measured against fusedml's hand operators (``fusion="hand"``: tak+*, mmchain)."""
+"""Hand-written numba kernels of the paper's micro-benchmark patterns, dense and CSR: the yardstick
+generated code is measured against, written as one would by hand (parallel row chunks, per-chunk
+partial results, no temporaries; CSR kernels walk the sorted column indices of each row).
+
+``KERNELS[pattern][format](data)`` runs one on a pattern's data (``datasets.PATTERNS`` inputs;
+format "dense" or "csr")."""
 
 import numba
+import numpy as np
 from numba import prange
 
 FLAGS = dict(parallel=True, fastmath={"reassoc", "contract"}, cache=True)
+CHUNKS = 64  # row chunks of the kernels with vector or matrix partials (>= the threads)
 
 
 @numba.njit(**FLAGS)
-def magg_xy(X, Y):
+def cell_dense(X, Y, Z):
+    m, n = X.shape
+    total = 0.0
+    for i in prange(m):
+        for j in range(n):
+            total += X[i, j] * Y[i, j] * Z[i, j]
+    return total
+
+
+@numba.njit(**FLAGS)
+def cell_csr(xd, xi, xp, yd, yi, yp, zd, zi, zp):
+    """sum(X*Y*Z): the columns each row of X, Y and Z all store (a three-way merge)."""
+    total = 0.0
+    for i in prange(xp.shape[0] - 1):
+        a, b, c = xp[i], yp[i], zp[i]
+        while a < xp[i + 1] and b < yp[i + 1] and c < zp[i + 1]:
+            top = max(xi[a], yi[b], zi[c])
+            if xi[a] == top and yi[b] == top and zi[c] == top:
+                total += xd[a] * yd[b] * zd[c]
+                a, b, c = a + 1, b + 1, c + 1
+                continue
+            a += xi[a] < top
+            b += yi[b] < top
+            c += zi[c] < top
+    return total
+
+
+@numba.njit(**FLAGS)
+def magg_dense(X, Y):
     m, n = X.shape
     xx = xy = yy = 0.0
     for i in prange(m):
@@ -23,11 +55,125 @@ def magg_xy(X, Y):
 
 
 @numba.njit(**FLAGS)
-def outer_sq_loss(data, indices, indptr, U, V):
+def magg_csr(xd, xi, xp, yd, yi, yp):
+    xx = xy = yy = 0.0
+    for i in prange(xp.shape[0] - 1):
+        a, b = xp[i], yp[i]
+        for p in range(xp[i], xp[i + 1]):
+            xx += xd[p] * xd[p]
+        for p in range(yp[i], yp[i + 1]):
+            yy += yd[p] * yd[p]
+        while a < xp[i + 1] and b < yp[i + 1]:
+            if xi[a] == yi[b]:
+                xy += xd[a] * yd[b]
+                a, b = a + 1, b + 1
+            elif xi[a] < yi[b]:
+                a += 1
+            else:
+                b += 1
+    return xx, xy, yy
+
+
+@numba.njit(**FLAGS)
+def mmchain_dense(X, w, v):
+    m, n = X.shape
+    partial = np.zeros((CHUNKS, n))
+    for c in prange(CHUNKS):
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            s = 0.0
+            for j in range(n):
+                s += X[i, j] * v[j]
+            s *= w[i]
+            for j in range(n):
+                partial[c, j] += s * X[i, j]
+    return partial.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
+def mmchain_csr(data, indices, indptr, n, w, v):
     m = indptr.shape[0] - 1
+    partial = np.zeros((CHUNKS, n))
+    for c in prange(CHUNKS):
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            s = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                s += data[p] * v[indices[p]]
+            s *= w[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                partial[c, indices[p]] += s * data[p]
+    return partial.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
+def mlogreg_dense(X, P, V):
+    """X.T @ (Q - P * rowsum(Q)) with Q = P * (X @ V), one row of Q at a time."""
+    m, n = X.shape
+    k = V.shape[1]
+    partial = np.zeros((CHUNKS, n, k))
+    for c in prange(CHUNKS):
+        q = np.empty(k)
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            q[:] = 0.0
+            for j in range(n):
+                for h in range(k):
+                    q[h] += X[i, j] * V[j, h]
+            s = 0.0
+            for h in range(k):
+                q[h] *= P[i, h]
+                s += q[h]
+            for h in range(k):
+                q[h] -= P[i, h] * s
+            for j in range(n):
+                for h in range(k):
+                    partial[c, j, h] += X[i, j] * q[h]
+    return partial.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
+def mlogreg_csr(data, indices, indptr, n, P, V):
+    m = indptr.shape[0] - 1
+    k = V.shape[1]
+    partial = np.zeros((CHUNKS, n, k))
+    for c in prange(CHUNKS):
+        q = np.empty(k)
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            q[:] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                for h in range(k):
+                    q[h] += data[p] * V[indices[p], h]
+            s = 0.0
+            for h in range(k):
+                q[h] *= P[i, h]
+                s += q[h]
+            for h in range(k):
+                q[h] -= P[i, h] * s
+            for p in range(indptr[i], indptr[i + 1]):
+                for h in range(k):
+                    partial[c, indices[p], h] += data[p] * q[h]
+    return partial.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
+def outer_dense(W, U, V):
+    """sum(W * (U @ V.T)**2) over W's non-zero cells only (the products elsewhere are 0)."""
+    m, n = W.shape
     r = U.shape[1]
     total = 0.0
     for i in prange(m):
+        for j in range(n):
+            if W[i, j] != 0.0:
+                uv = 0.0
+                for k in range(r):
+                    uv += U[i, k] * V[j, k]
+                total += W[i, j] * uv * uv
+    return total
+
+
+@numba.njit(**FLAGS)
+def outer_csr(data, indices, indptr, U, V):
+    r = U.shape[1]
+    total = 0.0
+    for i in prange(indptr.shape[0] - 1):
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             uv = 0.0
@@ -35,3 +181,34 @@ def outer_sq_loss(data, indices, indptr, U, V):
                 uv += U[i, k] * V[j, k]
             total += data[p] * uv * uv
     return total
+
+
+def _csr(A):
+    """(data, indices, indptr) with each row's column indices sorted (the merges need them)."""
+    if not A.has_sorted_indices:
+        A = A.sorted_indices()
+    return A.data, A.indices, A.indptr
+
+
+KERNELS = {
+    "cell": {
+        "dense": lambda d: cell_dense(d["X"], d["Y"], d["Z"]),
+        "csr": lambda d: cell_csr(*_csr(d["X"]), *_csr(d["Y"]), *_csr(d["Z"])),
+    },
+    "magg": {
+        "dense": lambda d: magg_dense(d["X"], d["Y"]),
+        "csr": lambda d: magg_csr(*_csr(d["X"]), *_csr(d["Y"])),
+    },
+    "row-mmchain": {
+        "dense": lambda d: mmchain_dense(d["X"], d["w"], d["v"]),
+        "csr": lambda d: mmchain_csr(*_csr(d["X"]), d["X"].shape[1], d["w"], d["v"]),
+    },
+    "row-mlogreg": {
+        "dense": lambda d: mlogreg_dense(d["X"], d["P"], d["V"]),
+        "csr": lambda d: mlogreg_csr(*_csr(d["X"]), d["X"].shape[1], d["P"], d["V"]),
+    },
+    "outer": {
+        "dense": lambda d: outer_dense(d["W"], d["U"], d["V"]),
+        "csr": lambda d: outer_csr(*_csr(d["W"]), d["U"], d["V"]),
+    },
+}

@@ -53,6 +53,9 @@ class Experiment:
     tol: float = 1e-9  # relative difference up to which two modes' results agree
     # (case, mode) -> why that mode cannot run the case (None: it can)
     skip: Callable[[Case, str], str | None] = field(default=lambda case, mode: None)
+    label: str | None = None  # a fit's label kind (GENERATED_DATA)
+    budgets: dict[str, int] | None = None  # a fit's iteration budget per preset (0: its own)
+    estimator: Callable[[str, int], Any] | None = None  # a fit's (mode, iterations) -> estimator
 
 
 # ---------------------------------------------------------------------------- micro-benchmarks
@@ -101,18 +104,23 @@ FIT_SCALES = {
     "quick": {"dense": 0.1, "csr": 0.1, "compressed": 0.1, "ratings": 0.01},
     "full": {"dense": 1.0, "csr": 1.0, "compressed": 1.0, "ratings": 0.1},
 }
-# (format, data set) per label kind: generated data at every preset, real data (fixed size) in
-# quick and full when its package is installed
+# the generated data set standing for each label kind in each format (the asv suite covers them
+# all); reproduce runs counts on dense data and ratings on CSR only, their natural formats, and adds
+# real data (fixed size) in quick and full when its package is installed
 AIRLINE = "airline_like"
+GENERATED_DATA = {
+    "binary": {"dense": "dense_binary", "csr": "sparse_binary", "compressed": AIRLINE},
+    "yes_no": {"dense": "dense_yes_no", "csr": "sparse_binary", "compressed": AIRLINE},
+    "multiclass": {"dense": "dense_multiclass", "csr": "sparse_multiclass", "compressed": AIRLINE},
+    "none": {"dense": "dense_unlabeled", "csr": "sparse_binary", "compressed": AIRLINE},
+    "counts": {"dense": "dense_counts", "csr": "sparse_counts", "compressed": AIRLINE},
+    "ratings": dict.fromkeys(FORMATS, "netflix_like"),
+}
+REPRODUCED_FORMATS = {"counts": ("dense",), "ratings": ("csr",)}
 GENERATED = {
-    "binary": (("dense", "dense_binary"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
-    "yes_no": (("dense", "dense_yes_no"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
-    "multiclass": (("dense", "dense_multiclass"), ("csr", "sparse_multiclass"),
-                   ("compressed", AIRLINE)),
-    "none": (("dense", "dense_unlabeled"), ("csr", "sparse_binary"), ("compressed", AIRLINE)),
-    "counts": (("dense", "dense_counts"),),
-    "ratings": (("csr", "netflix_like"),),
-}  # fmt: skip
+    label: tuple((f, data[f]) for f in REPRODUCED_FORMATS.get(label, FORMATS))
+    for label, data in GENERATED_DATA.items()
+}
 # (format, data set, scale, iterations) added in the full preset: Mnist8m-like digits (20k x 784 at
 # 25%). Amazon-like ratings are not here: at 8k users x 2.33M books one ALS-CG fit of 2 iterations
 # took over 5 minutes (its dense 2.33M x 20 item factors), which no preset can afford
@@ -145,21 +153,27 @@ _LABELS: dict[str, Callable[[np.ndarray | None], np.ndarray | None]] = {
     "binary": lambda y: y,
     "yes_no": lambda y: (y > 0).astype(np.float64) if set(np.unique(y)) == {-1.0, 1.0} else y,
     "multiclass": lambda y: (y > 0) + 1.0 if set(np.unique(y)) == {-1.0, 1.0} else y,
-    "counts": lambda y: y,
+    # a binary label read as 0/1 counts (the Poisson GLM on the Airline-like table)
+    "counts": lambda y: (y > 0).astype(np.float64) if set(np.unique(y)) == {-1.0, 1.0} else y,
     "none": lambda y: None,
     "ratings": lambda y: None,
 }
 
 
-def _fit_cases(
-    name: str, label: str, budgets: dict[str, int] | None = None
-) -> Callable[[str], list[Case]]:
+def generated_case(experiment: Experiment, fmt: str, preset: str) -> Case:
+    """The case of fit ``experiment`` on the generated data set of format ``fmt`` at the scale of
+    ``preset`` (tiny, quick or full)."""
+    label = experiment.label
+    scale = FIT_SCALES[preset]["ratings" if label == "ratings" else fmt]
+    budget = (experiment.budgets or {}).get(preset, 0)
+    return Case(experiment.name, fmt, GENERATED_DATA[label][fmt], scale, budget)
+
+
+def _fit_cases(name: str, label: str) -> Callable[[str], list[Case]]:
     def cases(preset: str) -> list[Case]:
-        scales, budget = FIT_SCALES[preset], (budgets or {}).get(preset, 0)
-        found = [
-            Case(name, fmt, data, scales["ratings" if label == "ratings" else fmt], budget)
-            for fmt, data in GENERATED[label]
-        ]
+        experiment = EXPERIMENTS[name]
+        found = [generated_case(experiment, fmt, preset) for fmt, _ in GENERATED[label]]
+        budget = (experiment.budgets or {}).get(preset, 0)
         if preset != "tiny":
             found += [
                 Case(name, fmt, data, 1.0, budget)
@@ -223,8 +237,9 @@ def _fit_experiment(
     budgets: dict[str, int] | None = None,
 ) -> Experiment:
     """A fit of ``make(mode, iterations)`` on the data sets of ``label``; modes agree to 1e-6."""
-    return Experiment(name, "fit", title, _fit_cases(name, label, budgets), _fit_inputs(label),
-                      _fit(make), body=body, tol=1e-6)  # fmt: skip
+    return Experiment(name, "fit", title, _fit_cases(name, label), _fit_inputs(label), _fit(make),
+                      body=body, tol=1e-6, label=label, budgets=budgets,
+                      estimator=make)  # fmt: skip
 
 
 def _glm(family: str, link: str):
