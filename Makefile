@@ -42,7 +42,7 @@ BENCH_GRAPH ?= micro.Cell.time_evaluate
 bench-site: install-bench
 	$(BIN)/asv publish
 	command -v chromium > /dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
-	$(BIN)/python asv_benches/site_screenshot.py $(BENCH_GRAPH) --out .asv/$(BENCH_GRAPH).png
+	$(BIN)/python asv_benches/site_screenshot.py $(BENCH_GRAPH) --log --out .asv/$(BENCH_GRAPH).png
 
 # the paper's experiments at quick sizes, every fusion mode and format, into results/
 reproduce: $(STAMP)
