@@ -11,6 +11,9 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
+from fusedml.algorithms import _distributed
+from fusedml.algorithms._distributed import held_by_dask
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_array,
@@ -103,7 +106,10 @@ def sample_weights(sample_weight, X):
     bodies then multiply by a runtime scalar instead of reading an all-ones vector)."""
     if sample_weight is None:
         return 1.0
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if held_by_dask(X):
+        sw = _distributed.sample_weights(sample_weight, X)
+    else:
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     if not max_abs(sw) > 0:  # non-negative: no weight is positive
         raise ValueError("sample_weight must contain at least one positive weight")
     return sw
@@ -209,9 +215,15 @@ def joined(parts):
 
 
 def validated(estimator, X, y="no_validation", *, reset: bool = True, y_numeric: bool = False):
-    """sklearn's ``validate_data`` for X (dense, any scipy.sparse, or an ``fm.CompressedMatrix``,
-    which is checked on its stored values and never decompressed) and, unless y is left out, y
-    (None raises, as sklearn's check does); returns X, or (X, y)."""
+    """sklearn's ``validate_data`` for X (dense, any scipy.sparse, an ``fm.CompressedMatrix``,
+    which is checked on its stored values and never decompressed, or a Dask array, converted and
+    persisted, checked through fusedml and never fetched) and, unless y is left out, y (None
+    raises, as sklearn's check does); returns X, or (X, y)."""
+    if held_by_dask(X):
+        out = _distributed.validated(estimator, X, y, reset, y_numeric)
+        if not np.isfinite(max_abs(out if isinstance(y, str) else out[0])):
+            raise ValueError("Input X contains NaN or infinity.")
+        return out
     if not isinstance(X, fm.CompressedMatrix):
         kw = {} if isinstance(y, str) else {"y": y, "y_numeric": y_numeric}
         return validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset, **kw)
@@ -232,13 +244,39 @@ def validated(estimator, X, y="no_validation", *, reset: bool = True, y_numeric:
     return X, y
 
 
+def class_codes(y):
+    """(sorted classes, each sample's index into them), after sklearn's target checks."""
+    if held_by_dask(y):
+        return _distributed.class_codes(y)
+    check_classification_targets(y)
+    return np.unique(y, return_inverse=True)
+
+
+def take(values, indices):
+    """``values[indices]``; Dask indices give a Dask array."""
+    return _distributed.take(values, indices) if held_by_dask(indices) else values[indices]
+
+
+def per_row_block(fn, *arrays, width: int, **kw):
+    """``fn(*arrays, **kw)`` for arrays of the same rows, giving ``width`` columns; on Dask
+    arrays block by block."""
+    if held_by_dask(arrays[0]):
+        return _distributed.per_row_block(fn, *arrays, width=width, **kw)
+    return fn(*arrays, **kw)
+
+
+def rows_of(v, rows):
+    """The given rows of X or of a per-sample vector, in this process."""
+    return _distributed.rows_of(v, rows) if held_by_dask(v) else v[rows]
+
+
 def as_float_matrix(X):
     """float64 C-ordered ndarray, canonical CSR or a compressed matrix (what fusedml computes
     on)."""
     if sp.issparse(X):
         return canonical_csr(X)
-    if isinstance(X, fm.CompressedMatrix):
-        return X
+    if isinstance(X, fm.CompressedMatrix) or held_by_dask(X):
+        return X  # a Dask array: converted by ``validated``
     return np.ascontiguousarray(X, dtype=np.float64)
 
 
@@ -246,6 +284,8 @@ def canonical_csr(X, drop_zeros: bool = False):
     """float64 CSR with sorted, unique indices (and without stored zeros if ``drop_zeros``). It
     shares the caller's arrays only when nothing needs to change: a user's matrix is never
     modified in place."""
+    if held_by_dask(X):
+        return _distributed.without_stored_zeros(X) if drop_zeros else X
     X = sp.csr_array(X, dtype=np.float64)
     stored_zeros = drop_zeros and X.nnz > 0 and not X.data.all()
     if X.has_canonical_format and not stored_zeros:

@@ -21,6 +21,7 @@ from fusedml.algorithms._base import (
     count_nonzero,
     in_fusion_mode,
     max_abs,
+    per_row_block,
     scaled,
     validated,
 )
@@ -101,6 +102,13 @@ def _ratings_scale(X, reg: float) -> float:
     penalty, which scales with c where the ratings do (see ``balancing_scale``)."""
     c = balancing_scale(max(max_abs(X), reg))
     return c / 2 if round(math.log2(c)) % 2 else c
+
+
+def _solved(A, b, r, c):
+    """numpy solves the small systems A_i u_i = b_i of rows (fusedml has no solver): the least-
+    squares solutions, as singular ones have when reg is 0; a row without ratings gets 0."""
+    inverse = np.linalg.pinv(np.reshape(A, (-1, r, r)), rcond=r * EPS, hermitian=True)
+    return np.einsum("ijk,ik->ij", inverse, b) / math.sqrt(c)
 
 
 class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
@@ -184,7 +192,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
             penalty = np.sum(U**2 * row_w) + np.sum(V**2 * col_w)
             return _squared_error(X, U, V) + 0.5 * lam * penalty
 
-        initial = loss(U, V) if self.check_loss else 0.0
+        initial = float(loss(U, V)) if self.check_loss else 0.0
         previous, curve, converged, it = initial, [], False, 0
         while it < self.max_iter and not converged:
             U = self._cg(lambda S, V=V: _masked_times_v(W, S, V) + lam * S * row_w,
@@ -193,7 +201,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
                          _residual_times_u(X, U, V) + lam * V * col_w, V)  # fmt: skip
             it += 1
             if self.check_loss:
-                current = loss(U, V)
+                current = float(loss(U, V))
                 curve.append(current)
                 decrease = (previous - current) / previous if previous else 0.0
                 self._log(f"iteration {it}: loss {current:.10g} (decrease {decrease:.3g})")
@@ -215,9 +223,9 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
                 break  # no curvature along S (no penalty, S outside the rated entries' span)
             alpha = norm_r2 / shs
             F = F + alpha * S
-            R = R - alpha * HS
-            old, norm_r2 = norm_r2, float(np.sum(R**2))
-            S = R + (norm_r2 / old) * S
+            R = fm.persist(R - alpha * HS)  # factors of Dask data are Dask arrays: computed
+            old, norm_r2 = norm_r2, float(np.sum(R**2))  # once, not again at every step
+            F, S = fm.persist(F), fm.persist(R + (norm_r2 / old) * S)
             inner += 1
         return F
 
@@ -232,10 +240,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         VV = np.reshape(V[:, :, None] * V[:, None, :], (len(V), r * r))  # per item: v v'
         eye = np.reshape(np.eye(r), r * r)
         A, b = _normal_equations(scaled(X, c), VV, V, lam, eye, self.reg_type == "wL2")
-        # numpy solves the m small systems A_i u_i = b_i (fusedml has no solver); the least-
-        # squares solution, as singular ones have when reg is 0; a row without ratings gets 0
-        inverse = np.linalg.pinv(np.reshape(A, (-1, r, r)), rcond=r * EPS, hermitian=True)
-        return np.einsum("ijk,ik->ij", inverse, b) / math.sqrt(c)
+        return per_row_block(_solved, A, b, width=r, r=r, c=c)
 
     @in_fusion_mode
     def predict_ratings(self, X):

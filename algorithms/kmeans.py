@@ -18,6 +18,7 @@ from fusedml.algorithms._base import (
     in_fusion_mode,
     max_abs,
     rescaled,
+    rows_of,
     sample_weights,
     scaled,
     validated,
@@ -164,14 +165,14 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         target = k * self.sample_size_per_centroid
         rows = np.flatnonzero(rng.random_sample(n) < target / n) if target < n else np.arange(n)
         if not np.isscalar(sw):
-            rows = rows[sw[rows] > 0]
+            rows = rows[rows_of(sw, rows) > 0]
         if len(rows) < k:
             pool = np.arange(n) if np.isscalar(sw) else np.flatnonzero(sw > 0)
             rows = np.sort(rng.choice(pool, size=k, replace=False))
-        S = X[rows]
+        S = rows_of(X, rows)
         S = S if isinstance(S, np.ndarray) else S.toarray()  # CSR, compressed
         s2 = np.sum(S * S, axis=1)
-        row_weights = np.ones(len(rows)) if np.isscalar(sw) else sw[rows]
+        row_weights = np.ones(len(rows)) if np.isscalar(sw) else rows_of(sw, rows)
         weights = row_weights
         centers = np.empty((k, X.shape[1]))
         for i in range(k):

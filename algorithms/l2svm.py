@@ -17,19 +17,20 @@ import numpy as np
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
+    class_codes,
     coefficients,
     in_fusion_mode,
     joined,
     linear,
     rescaled,
     sample_weights,
+    take,
     transposed,
     unscaled_coefficients,
     validated,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
@@ -128,8 +129,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 1}, ("reg", "tol"))
         X, y = validated(self, X, y)
         sw = sample_weights(sample_weight, X)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        self.classes_, codes = class_codes(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"L2SVM needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
@@ -209,4 +209,4 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         indices = self._predictions(_class_indices, X)
-        return self.classes_[indices]
+        return take(self.classes_, indices)

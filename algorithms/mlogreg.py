@@ -17,6 +17,7 @@ import numpy as np
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
+    class_codes,
     coefficients,
     in_fusion_mode,
     joined,
@@ -24,6 +25,7 @@ from fusedml.algorithms._base import (
     max_row_norm,
     rescaled,
     sample_weights,
+    take,
     total_weight,
     transposed,
     unscaled_coefficients,
@@ -32,7 +34,6 @@ from fusedml.algorithms._base import (
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
@@ -118,8 +119,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
         X, y = validated(self, X, y)
         sw = weight_column(sample_weights(sample_weight, X))
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        self.classes_, codes = class_codes(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"MLogReg needs samples of at least 2 classes; got 1 class ({self.classes_[0]!r})"
@@ -251,4 +251,4 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         indices = self._predictions(X, "labels")
-        return self.classes_[indices]
+        return take(self.classes_, indices)

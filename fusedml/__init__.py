@@ -14,6 +14,7 @@ from fusedml._errors import (
 from fusedml._stats import reset_stats, stats
 from fusedml.api import evaluate, explain
 from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.dask_backend import RechunkWarning, persist
 from fusedml.formats.compress import CompressionSkippedWarning, compress
 from fusedml.formats.compressed import CompressedMatrix
 from fusedml.ir.frontend import (
@@ -58,12 +59,12 @@ __version__ = "0.1.0"
 __all__ = [
     "FUSION_MODES", "CompressedMatrix", "CompressionSkippedWarning", "Expr", "FusedMLError",
     "FusedOp",
-    "KernelCacheWarning", "KernelFallbackWarning", "Plan",
+    "KernelCacheWarning", "KernelFallbackWarning", "Plan", "RechunkWarning",
     "RewriteCycleError", "ShapeError", "abs", "absolute", "add", "arctan", "argmax", "compress",
     "config",
     "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
     "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",
-    "minimum", "multiply", "negative", "not_equal", "power", "reset_stats", "sigmoid", "sign",
-    "sqrt", "stats", "subtract", "sum", "transpose", "where",
+    "minimum", "multiply", "negative", "not_equal", "persist", "power", "reset_stats", "sigmoid",
+    "sign", "sqrt", "stats", "subtract", "sum", "transpose", "where",
 ]  # fmt: skip

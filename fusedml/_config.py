@@ -55,6 +55,8 @@ COST_FIELDS = (
     "numpy_flops_per_s",
     "serial_below_s",
     "dispatch_s",
+    "dask_task_s",
+    "network_bytes_per_s",
     "compile_s",
     "compile_amortization_calls",
     "base_exp_log_speedup",
@@ -83,6 +85,8 @@ class Config:
     compile_s: float | None = None
     compile_amortization_calls: float | None = None
     base_exp_log_speedup: float | None = None
+    dask_task_s: float | None = None
+    network_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         check_fusion_mode(self.fusion)

@@ -11,6 +11,7 @@ plan, 3 also the memo before and after selection, 4 also each generated kernel's
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from fusedml import _stats
 from fusedml._config import check_fusion_mode, get_config
 from fusedml.cplan.cplan import construct
 from fusedml.cplan.plan import FusedOp, Plan
+from fusedml.dask_backend.placement import placements
 from fusedml.fusion.explore import explore
 from fusedml.fusion.memo import MemoTable
 from fusedml.ir.dag import Dag
@@ -170,6 +172,9 @@ def _optimize(outputs: Any, stage: str, fusion: str | None) -> Any:
         unfused, cost = tuple(result.selection.unfused), result.cost_s
     search = result.stats.as_dict() if result is not None and mode == "cost_based" else {}
     plan = Plan(dag, mode, operators, unfused, cost, search)
+    placement = placements(plan)
+    if placement:
+        plan = dataclasses.replace(plan, placement=placement)
     _stats.bump("plans_optimized")
     for op in operators:  # fused operators planned, by template
         _stats.bump(f"planned_{op.template}")

@@ -235,6 +235,8 @@ def check(tree, leaves, fusion="none", sparse=None, dense=None):
     2-D dense leaves in another dense-semantics format."""
     expected = oracle.evaluate(tree, leaves)
     got = fm.evaluate(build(tree, fm_leaves(leaves, sparse, dense)), fusion=fusion)
+    if hasattr(got, "dask"):  # a distributed (Dask) result: fetched to compare
+        got = got.compute()
     want = expected.value
     if np.ndim(want) == 0:
         assert isinstance(got, float), type(got)

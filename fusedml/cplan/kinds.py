@@ -44,8 +44,9 @@ class OutputKind(enum.Enum):
         stacked = np.asarray(partials, dtype=np.float64)
         if agg in (None, "sum", "mean") or self is OutputKind.COL_PRODUCT:
             out = stacked[0].copy() if stacked.ndim > 1 else stacked[0]
-            for p in stacked[1:]:
-                out = out + p
+            with np.errstate(all="ignore"):  # inf - inf is NaN, silently as in every mode
+                for p in stacked[1:]:
+                    out = out + p
         else:  # min/max: NaN wins, as in the kernels and numpy
             out = (np.minimum if agg == "min" else np.maximum).reduce(stacked, axis=0)
         return float(out) if self is OutputKind.FULL_AGG else out

@@ -62,6 +62,8 @@ class Plan:
     unfused: tuple[Node, ...] = ()
     estimated_cost_s: float = 0.0
     search: dict[str, Any] = field(default_factory=dict)  # cost-based search statistics
+    # where each step runs ("dask" or "local") when inputs are distributed; empty: all local
+    placement: dict[Step, str] = field(default_factory=dict)
 
     @property
     def hand_operators(self) -> tuple[str, ...]:
@@ -108,7 +110,15 @@ class Plan:
             f"estimated {self.estimated_cost_s * 1e3:.3g} ms)"
         )
         lines = [head]
-        lines += [f"  {op.describe(self.dag.index)}" for op in self.operators]
+        where = self.placement
+        lines += [
+            f"  {op.describe(self.dag.index)}" + (f" @{where[op]}" if op in where else "")
+            for op in self.operators
+        ]
+        unfused = [s for s in self.unfused if s in where]
+        if unfused:
+            marks = ", ".join(f"%{self.dag.index[s]}@{where[s]}" for s in unfused)
+            lines.append(f"  unfused: {marks}")
         if self.search:
             lines.append("  search: " + ", ".join(f"{k}={v}" for k, v in self.search.items()))
         lines.append(str(self.dag))

@@ -23,6 +23,10 @@ codegen. The rest of fusedml asks a format's traits, never which format it is:
 
 Results the engine computes are always in a canonical format: ``Format.result(sparse)``.
 Nothing here knows about expressions.
+
+A *collection* (``Collection``: a Dask array) is a lazy container of row blocks held elsewhere;
+a backend package registers it. Its value's format is its blocks' format, and ``Format.convert``
+hands it to the collection, so formats and execution backends stay two separate axes.
 """
 
 from __future__ import annotations
@@ -61,6 +65,10 @@ class Format:
 
     def __repr__(self) -> str:
         return f"Format.{self.name}"
+
+    def __reduce__(self) -> tuple:
+        # formats are compared by identity: a pickled one (sent to a worker) is the registered one
+        return (Format.named, (self.name,))
 
     @property
     def canonical(self) -> Format:
@@ -145,8 +153,19 @@ class Format:
         return tuple(cls._registry)
 
     @classmethod
+    def named(cls, name: str) -> Format:
+        for fmt in cls._registry:
+            if fmt.name == name:
+                return fmt
+        raise KeyError(f"no format named {name!r} is registered")
+
+    @classmethod
     def of(cls, value: Any) -> Format | None:
-        """The format that claims a value (None: no format knows it)."""
+        """The format that claims a value (None: no format knows it); a collection's value has
+        its blocks' format."""
+        collection = Collection.of(value)
+        if collection is not None:
+            return collection.block_format(value)
         for fmt in cls._registry:
             if fmt.claims(value):
                 return fmt
@@ -155,7 +174,10 @@ class Format:
     @classmethod
     def convert(cls, value: Any, what: str = "fm.matrix") -> tuple[Format, Any]:
         """(format, value in it) for a user value; unclaimed values are tried as dense arrays
-        (``np.asarray``: pandas frames, memoryviews, ...)."""
+        (``np.asarray``: pandas frames, memoryviews, ...). A collection converts its own blocks."""
+        collection = Collection.of(value)
+        if collection is not None:
+            return collection.convert(value, what)
         fmt = cls.of(value) or cls.DENSE
         return fmt, fmt.from_value(value, what)
 
@@ -163,6 +185,59 @@ class Format:
     def result(sparse: bool) -> Format:
         """The format of a computed result: CSR where zeros annihilate, else dense."""
         return Format.CSR if sparse else Format.DENSE
+
+
+class Collection:
+    """A lazy container of row blocks held by an execution backend (a Dask array), registered by
+    that backend's package. Detection must not import the backend's libraries."""
+
+    _registry: ClassVar[list[Collection]] = []
+
+    def claims(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def block_format(self, value: Any) -> Format | None:
+        """The format of the value's blocks (None: no format knows them)."""
+        raise NotImplementedError
+
+    def convert(self, value: Any, what: str) -> tuple[Format, Any]:
+        """(block format, the value with blocks of that format's values, row-partitioned, with
+        ``nnz`` known)."""
+        raise NotImplementedError
+
+    def nnz(self, value: Any) -> int:
+        raise NotImplementedError
+
+    def blocks(self, value: Any) -> int:
+        """The number of row blocks."""
+        raise NotImplementedError
+
+    def persist(self, value: Any, what: str) -> Any:
+        """The value converted (``convert``) and kept in memory where its blocks live."""
+        raise NotImplementedError
+
+    @property
+    def backend(self) -> Any:
+        """The backend that runs plans over such values."""
+        raise NotImplementedError
+
+    @classmethod
+    def register(cls, collection: Collection) -> Collection:
+        cls._registry.append(collection)
+        return collection
+
+    @classmethod
+    def of(cls, value: Any) -> Collection | None:
+        for collection in cls._registry:
+            if collection.claims(value):
+                return collection
+        return None
+
+
+def nnz_of(fmt: Format, value: Any) -> int:
+    """Stored entries of a value of ``fmt``, also when a collection holds it."""
+    collection = Collection.of(value)
+    return collection.nnz(value) if collection is not None else fmt.nnz(value)
 
 
 def _check_numeric(dtype: np.dtype, what: str) -> None:

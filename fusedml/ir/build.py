@@ -24,12 +24,19 @@ def rebuild(node: Node, inputs: tuple[Node, ...]) -> Node:
 
 
 def data(
-    name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None, layout: tuple = ()
+    name: str,
+    shape: tuple[int, ...],
+    fmt: Format,
+    nnz: int | None = None,
+    layout: tuple = (),
+    blocks: int = 0,
 ) -> Node:
-    """A leaf bound to a value when the plan runs (an input matrix, vector or runtime scalar)."""
+    """A leaf bound to a value when the plan runs (an input matrix, vector or runtime scalar);
+    ``blocks``: the row blocks of a distributed value (a collection's), 0 for a local one."""
     cells = shape[0] * shape[1] if shape else 1
     meta = Meta(tuple(shape), cells if nnz is None else int(nnz), fmt, layout=tuple(layout))
-    return intern(Op.DATA, (), {"name": name}, infer_meta, meta)
+    attrs = {"name": name, "blocks": blocks} if blocks else {"name": name}
+    return intern(Op.DATA, (), attrs, infer_meta, meta)
 
 
 def const(value: float) -> Node:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fusedml._errors import ShapeError
-from fusedml.formats import Format
+from fusedml.formats import Collection, Format, nnz_of
 from fusedml.ir.build import const, data, make
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op, apply_elementwise
@@ -197,8 +197,9 @@ def user_shape(node: Node, ndim: int) -> tuple[int, ...]:
 
 # -- leaves ----------------------------------------------------------------------------------
 def matrix(value: Any) -> Expr:
-    """Wrap numpy data (0-D, 1-D or 2-D), a scipy.sparse matrix (any format; becomes CSR) or a
-    value of another registered format (``fusedml.formats.Format``).
+    """Wrap numpy data (0-D, 1-D or 2-D), a scipy.sparse matrix (any format; becomes CSR), a
+    value of another registered format (``fusedml.formats.Format``) or a Dask array of numpy or
+    CSR blocks (plans over it run on Dask, see ``fusedml.dask_backend``).
 
     Integer, boolean and float32 data are converted to float64.
     """
@@ -206,21 +207,29 @@ def matrix(value: Any) -> Expr:
         return value
     name = f"m{next(_leaf_names)}"
     fmt, value = Format.convert(value)
-    ndim = np.ndim(value) if isinstance(value, np.ndarray) else 2
+    collection = Collection.of(value)
+    ndim = value.ndim if isinstance(value, np.ndarray) or collection else 2
     if ndim == 0:
         node = data(name, (), fmt)
         return Expr(node, 0, {node: float(value)})
     ir_value = value.reshape(-1, 1) if ndim == 1 else value
-    node = data(name, ir_value.shape, fmt, fmt.nnz(ir_value), fmt.layout(ir_value))
+    blocks = collection.blocks(ir_value) if collection else 0
+    nnz = nnz_of(fmt, ir_value)
+    node = data(name, ir_value.shape, fmt, nnz, fmt.layout(ir_value), blocks)
     return Expr(node, ndim, {node: ir_value})
 
 
 def placeholder(
-    name: str, shape: tuple[int, ...], fmt: Format, nnz: int | None = None, layout: tuple = ()
+    name: str,
+    shape: tuple[int, ...],
+    fmt: Format,
+    nnz: int | None = None,
+    layout: tuple = (),
+    blocks: int = 0,
 ) -> Expr:
     """An unbound input of numpy shape ``shape``, for tracing (its value comes at run time)."""
     ir_shape = {0: (), 1: (shape[0], 1) if shape else (), 2: shape}[len(shape)]
-    return Expr(data(name, ir_shape, fmt, nnz, layout), len(shape))
+    return Expr(data(name, ir_shape, fmt, nnz, layout, blocks), len(shape))
 
 
 def _is_scalar(x: Any) -> bool:

@@ -13,9 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from fusedml.formats import Format, density_decade
+from fusedml.formats import Collection, Format, density_decade, nnz_of
 from fusedml.ir.frontend import Expr, as_expr, placeholder
 from fusedml.ir.node import Node
 
@@ -28,6 +26,7 @@ class ArgSpec:
     density_decade: int | None = None  # floor(log10(nnz / cells)) of a sparse layout
     size_class: Any = None  # the format's class of the value's layout (``Format.size_class``)
     value: Any = None  # static arguments only
+    blocks: int = 0  # row blocks of a distributed value (a collection's), 0 for a local one
 
 
 def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
@@ -47,19 +46,21 @@ def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
         return ArgSpec("scalar", (), fmt), float(value)
     decade = None
     if fmt.iterates_nonzeros:
-        decade = density_decade(fmt.nnz(value), shape[0] * shape[1])
-    return ArgSpec("matrix", shape, fmt, decade, fmt.size_class(value)), value
+        decade = density_decade(nnz_of(fmt, value), shape[0] * shape[1])
+    collection = Collection.of(value)
+    blocks = collection.blocks(value) if collection else 0
+    return ArgSpec("matrix", shape, fmt, decade, fmt.size_class(value), blocks=blocks), value
 
 
 def _placeholder(name: str, spec: ArgSpec, value: Any) -> Expr:
-    nnz = spec.format.nnz(value) if spec.format.iterates_nonzeros else None
+    nnz = nnz_of(spec.format, value) if spec.format.iterates_nonzeros else None
     layout = spec.format.layout(value) if value is not None and spec.shape else ()
-    return placeholder(name, spec.shape, spec.format, nnz, layout)
+    return placeholder(name, spec.shape, spec.format, nnz, layout, spec.blocks)
 
 
 def bind_value(node: Node, value: Any) -> Any:
     """The IR form of an argument value for its placeholder (1-D arrays are (n, 1) columns)."""
-    if isinstance(value, np.ndarray) and value.ndim == 1:
+    if getattr(value, "ndim", None) == 1:  # numpy or a collection's vector
         return value.reshape(-1, 1)
     return value
 

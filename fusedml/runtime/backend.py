@@ -14,7 +14,7 @@ reference interpreter, with a ``KernelFallbackWarning``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from fusedml import _stats
 from fusedml._config import get_config
 from fusedml._errors import KernelFallbackWarning
 from fusedml.cplan.plan import FusedOp
-from fusedml.formats import Format
+from fusedml.formats import Collection, Format
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
@@ -145,6 +145,10 @@ class LocalBackend:
         return evaluate_node(node, args)
 
     # -- results --------------------------------------------------------------------------------
+    def finish(self, values: list[Value]) -> list[Value]:
+        """The roots' values when a plan has run (a backend with lazy values computes them)."""
+        return values
+
     def to_user(self, value: Value, ndim: int, dtype: str, inputs: Sequence[Any]) -> Any:
         """An IR value as numpy shows it: float, 1-D/2-D ndarray, or CSR for sparse 2-D results;
         2-D values of a format closed under elementwise ops (compressed) stay in it, as CSR stays
@@ -165,6 +169,8 @@ class LocalBackend:
 
 
 def _arrays(value: Any) -> list[np.ndarray]:
+    if Collection.of(value) is not None:  # held elsewhere: never a view of local memory
+        return []
     fmt = Format.of(value)
     return fmt.arrays(value) if fmt is not None else []
 
@@ -198,3 +204,16 @@ LOCAL = LocalBackend()
 def current_backend() -> LocalBackend:
     """The configured backend (``fm.config(backend=...)``), the local one by default."""
     return get_config().backend or LOCAL
+
+
+def backend_for(values: Iterable[Any]) -> LocalBackend:
+    """The configured backend, else the backend of the first distributed value among ``values``
+    (a registered collection's: a Dask array's), else the local one."""
+    configured = get_config().backend
+    if configured is not None:
+        return configured
+    for value in values:
+        collection = Collection.of(value)
+        if collection is not None:
+            return collection.backend
+    return LOCAL

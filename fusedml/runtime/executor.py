@@ -15,6 +15,7 @@ from fusedml.ir.ops import Op
 from fusedml.runtime.backend import (
     BindingError,
     LocalBackend,
+    backend_for,
     check_result,
     current_backend,
 )
@@ -52,7 +53,7 @@ def execute(
     plan: Plan, bindings: Mapping[Node, Any], backend: LocalBackend | None = None
 ) -> list[Value]:
     """Values of ``plan.dag.roots`` (IR form) for the given leaf values."""
-    backend = backend or current_backend()
+    backend = backend or backend_for(bindings.values())
     dag = plan.dag
     steps = plan.schedule
     uses: Counter[Node] = Counter()
@@ -76,9 +77,10 @@ def execute(
                 uses[child] -= 1
                 if uses[child] == 0 and child not in keep:
                     values.pop(child, None)
-    return [values[r] for r in dag.roots]
+        return backend.finish([values[r] for r in dag.roots])
 
 
 def to_user(value: Value, ndim: int, dtype: str, inputs: list[Any]) -> Any:
-    """An IR value as numpy shows it (see ``LocalBackend.to_user``)."""
-    return current_backend().to_user(value, ndim, dtype, inputs)
+    """An IR value as numpy shows it (see ``LocalBackend.to_user``), by the backend that ran
+    plans over ``inputs``."""
+    return backend_for(inputs).to_user(value, ndim, dtype, inputs)

@@ -36,6 +36,11 @@ class CostConstants:
     # numpy's exp/log run SIMD loops; a generated kernel calls scalar libm per cell. Measured on
     # 4M cells: numpy 1.9 ns/cell on one core, a parallel numba loop 5.9 ns/cell on two (3.1x).
     base_exp_log_speedup: float = 3.0
+    # Distributed steps (Dask): scheduling and running one task of a block, and the rate at which
+    # blocks, side inputs and partials move between processes (pickled over loopback TCP here).
+    # Measured on a 2-worker LocalCluster on this machine by asv_benches/dask_scaling.py.
+    dask_task_s: float = 1e-3
+    network_bytes_per_s: float = 1e9
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(CostConstants))

@@ -211,6 +211,22 @@ class CostModel:
             flops /= max(self.c.base_exp_log_speedup, 1e-9)
         return self._seconds(node_bytes(n), read, flops, self._rates(n))
 
+    def distributed(
+        self, local_s: float, blocks: int, workers: int, whole_bytes: float, out_bytes: float
+    ) -> float:
+        """A step run as one task per row block: its work shared by the workers, a task's
+        overhead per block, the whole inputs sent to every worker and the partials (or row
+        outputs) written by every block."""
+        c, parallel = self.c, max(1, min(blocks, workers))
+        moved = whole_bytes * parallel + out_bytes
+        return (
+            local_s / parallel + blocks * c.dask_task_s / parallel + moved / c.network_bytes_per_s
+        )
+
+    def gathered(self, local_s: float, split_bytes: float) -> float:
+        """The same step run in this process after its partitioned inputs are fetched."""
+        return split_bytes / self.c.network_bytes_per_s + local_s
+
     def _rates(self, n: Node) -> tuple[float, float, float]:
         return self._parallel if all_cores(n) else self._numpy
 

@@ -1,0 +1,320 @@
+"""The Dask backend: a plan's steps as one Dask graph per call.
+
+Data enters as Dask arrays of row blocks (``collection.py``). A step that reads a partitioned
+value runs one task per block: a fused operator through the same generated kernel as locally
+(``fused.partials`` on the block's rows, the kernel compiled once per worker process and shared
+through the disk cache), an unfused node through the reference interpreter (``nodes.py``).
+Row outputs stay partitioned; aggregates are tree-reduced by Dask (``graph.tree_reduced``) with
+the outputs' kinds combining the partials. Steps over small values only run in this process, or
+as one task when an input is a lazy result of the graph. When a call ends, every lazy result is
+persisted in one submission and the small ones are fetched: nothing of data size reaches the
+client unless the cost model placed a step locally (``placement.py``), which only happens for
+data small enough that moving it is cheaper than a task per block.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from fusedml import _stats
+from fusedml._config import config, get_config
+from fusedml.codegen.spec import kernel_spec
+from fusedml.cplan.kinds import mean_count
+from fusedml.cplan.plan import FusedOp
+from fusedml.dask_backend import graph, nodes, placement
+from fusedml.dask_backend.graph import is_dask
+from fusedml.formats import Format
+from fusedml.ir.dag import Dag
+from fusedml.ir.node import Node
+from fusedml.runtime import fused
+from fusedml.runtime.backend import LocalBackend, evaluate_dag
+from fusedml.runtime.reference import Value, evaluate_node
+from fusedml.runtime.threads import one_thread
+
+
+def _worker_config(settings: tuple) -> config:
+    cache_dir, codegen = settings
+    # a worker has no one to wait for: it loads the kernel from the disk cache or compiles it
+    return config(cache_dir=cache_dir, codegen=codegen, compile="eager", backend=None)
+
+
+def _scalars(inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
+    return [float(a) if i.meta.is_scalar else a for i, a in zip(inputs, args, strict=True)]
+
+
+def _fused_block(op: FusedOp, settings: tuple, *args: Any) -> Any:
+    """One block's outputs of a fused operator: row outputs in their format, partials of
+    aggregates ``lifted`` for the reduction."""
+    with _worker_config(settings), one_thread():  # the blocks are the parallelism
+        partials = fused.partials(op, _scalars(op.inputs, args))
+    out = []
+    for p, root, kind in zip(partials, op.roots, op.cplan.outputs, strict=True):
+        if kind.per_row:
+            fmt = root.meta.format
+            out.append(p if Format.of(p) is fmt else fmt.from_value(p))
+        else:
+            out.append(graph.lifted(p))
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def _fused_whole(op: FusedOp, settings: tuple, *args: Any) -> Any:
+    """A fused operator over small values, one of which a lazy result of the graph."""
+    with _worker_config(settings):
+        out = LocalBackend().run_fused(op, _scalars(op.inputs, args))
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def _node_block(node: Node, reduce: bool, *args: Any) -> Any:
+    value = evaluate_node(node, _scalars(node.inputs, args))
+    return graph.lifted(value) if reduce else value
+
+
+def _node_whole(node: Node, *args: Any) -> Any:
+    return evaluate_node(node, _scalars(node.inputs, args))
+
+
+class DaskBackend(LocalBackend):
+    """Runs plans over Dask arrays (see the module docstring) on the current Dask scheduler:
+    a ``distributed.Client``'s cluster, or the threaded or synchronous scheduler."""
+
+    name = "dask"
+    _GATHERED = 16  # small partitioned inputs kept in this process once fetched
+
+    def __init__(self) -> None:
+        self._state = threading.local()
+        self._gathered: OrderedDict[str, Value] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- state of one call ----------------------------------------------------------------------
+    @property
+    def _axes(self) -> dict[str, int]:
+        """Partitioned axis of each partitioned value of this call, by graph name."""
+        axes = getattr(self._state, "axes", None)
+        if axes is None:
+            axes = self._state.axes = {}
+        return axes
+
+    def axis(self, value: Any) -> int | None:
+        return self._axes.get(value.name) if is_dask(value) else None
+
+    def _partitioned(self, value: Any, axis: int) -> Any:
+        self._axes[value.name] = axis
+        return value
+
+    def begin(self) -> None:
+        super().begin()
+        self._state.axes = {}
+        self._state.settings = (get_config().cache_dir, get_config().codegen)
+        self._state.place = placement.Placer(placement.worker_count())
+
+    def bind(self, leaf: Node, value: Any) -> Value:
+        value = super().bind(leaf, value)
+        return self._partitioned(value, 0) if is_dask(value) else value
+
+    # -- placement ------------------------------------------------------------------------------
+    def _local(self, inputs: Sequence[Node], args: Sequence[Any], local_s: float, outputs) -> bool:
+        """Whether the cost model runs this step in this process (its partitioned inputs
+        fetched) rather than per block."""
+        split = [i for i, a in zip(inputs, args, strict=True) if self.axis(a) is not None]
+        rest = [i for i, a in zip(inputs, args, strict=True) if self.axis(a) is None]
+        blocks = max(len(a.chunks[self.axis(a)]) for a in args if self.axis(a) is not None)
+        return self._state.place.local(local_s, split, rest, outputs, blocks)
+
+    def _gather(self, args: Sequence[Any]) -> list[Any]:
+        """Partitioned inputs fetched into this process (small ones, kept for the next call)."""
+        out = []
+        for a in args:
+            if self.axis(a) is None:
+                out.append(a)
+                continue
+            with self._lock:
+                value = self._gathered.get(a.name)
+            if value is None:
+                _stats.bump("dask_inputs_gathered")
+                (value,) = dask.compute(a)
+                with self._lock:
+                    self._gathered[a.name] = value
+                    while len(self._gathered) > self._GATHERED:
+                        self._gathered.popitem(last=False)
+            out.append(value)
+        return out
+
+    # -- steps ----------------------------------------------------------------------------------
+    def run_fused(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
+        if not any(is_dask(v) for v in inputs):
+            return super().run_fused(op, inputs)
+        if all(self.axis(v) is None for v in inputs):
+            return self._whole(_fused_whole, [op, self._state.settings], inputs, op.roots)
+        if self._local(op.inputs, inputs, op.estimated_cost_s, op.roots):
+            return super().run_fused(op, self._gather(inputs))
+        if not get_config().codegen or self.axis(inputs[0]) != 0:
+            return self.run_reference(op, inputs)  # node by node, each over the blocks
+        try:
+            aligned = kernel_spec(op.cplan).aligned
+        except Exception:  # no kernel for it: the reference runs it (warned about locally)
+            return super().run_fused(op, inputs)
+        return self._fused_blocks(op, inputs, aligned)
+
+    def _fused_blocks(self, op: FusedOp, inputs: Sequence[Value], aligned) -> list[Value]:
+        chunks = inputs[0].chunks[0]
+        args: list[Any] = []
+        for value, node, split in zip(inputs, op.inputs, aligned, strict=True):
+            if split and not node.meta.is_scalar:
+                args.append(graph.aligned(value, 0, chunks))
+            else:
+                if self.axis(value) is not None:
+                    _stats.bump("dask_partitioned_sent_whole")
+                args.append(graph.whole(value))
+        per_block = [
+            [op, self._state.settings]
+            + [graph.block(a, 0, i) if split else a for a, split in zip(args, aligned, strict=True)]
+            for i in range(len(chunks))
+        ]
+        _stats.bump("dask_block_tasks", len(chunks))
+        results = graph.tasks(_fused_block, len(op.roots), per_block)
+        cplan = op.cplan
+        out = []
+        for k, (root, kind, agg) in enumerate(
+            zip(op.roots, cplan.outputs, cplan.aggregations, strict=True)
+        ):
+            parts = [r[k] for r in results]
+            fmt = root.meta.format
+            if kind.per_row:
+                value = graph.stitched(parts, 0, chunks, root.meta.cols, fmt)
+                out.append(self._partitioned(value, 0))
+                continue
+            count = mean_count(cplan.body.roots[k], kind)
+            value = graph.tree_reduced(
+                parts,
+                root.shape,
+                lambda ps, kind=kind, agg=agg: kind.combine(ps, agg),
+                lambda v, kind=kind, agg=agg, count=count: kind.finalize(v, agg, count),
+            )
+            out.append(_in_format(value, root))
+        return out
+
+    def run_node(self, node: Node, args: Sequence[Value]) -> Value:
+        if not any(is_dask(a) for a in args):
+            return super().run_node(node, args)
+        if all(self.axis(a) is None for a in args):
+            return self._whole(_node_whole, [node], args, (node,))[0]
+        axes = [self.axis(a) for a in args]
+        blocked = nodes.rule(
+            node,
+            axes,
+            [a.chunks[x] if x is not None else () for a, x in zip(args, axes, strict=True)],
+        )
+        if blocked is None or self._local(node.inputs, args, placement.unfused_s(node), (node,)):
+            return super().run_node(node, self._gather(args))
+        return self._node_blocks(node, args, blocked)
+
+    def _node_blocks(self, node: Node, args: Sequence[Value], blocked: nodes.Blocked) -> Value:
+        chunks = blocked.chunks
+        split = [
+            graph.aligned(a, role, chunks) if role is not None else graph.whole(a)
+            for a, role in zip(args, blocked.roles, strict=True)
+        ]
+        reduce = blocked.out_axis is None
+        per_block = []
+        shapes: dict[int, Node] = {}
+        for i, extent in enumerate(chunks):
+            block = shapes.get(extent)
+            if block is None:
+                block = shapes[extent] = nodes.block_node(node, blocked, i)
+            per_block.append(
+                [block, reduce]
+                + [
+                    graph.block(a, role, i) if role is not None else a
+                    for a, role in zip(split, blocked.roles, strict=True)
+                ]
+            )
+        _stats.bump("dask_block_tasks", len(chunks))
+        parts = [r[0] for r in graph.tasks(_node_block, 1, per_block)]
+        if not reduce:
+            other = node.shape[1 - blocked.out_axis]
+            value = graph.stitched(parts, blocked.out_axis, chunks, other, node.meta.format)
+            return self._partitioned(value, blocked.out_axis)
+        how, count = blocked.reduce, blocked.count
+        value = graph.tree_reduced(
+            parts,
+            node.shape,
+            lambda ps: nodes.combine(ps, how),
+            lambda v: nodes.finished(v, node, count),
+        )
+        return _in_format(value, node)
+
+    def run_hand(self, node: Node, args: Sequence[Value]) -> Value:
+        """A hand operator over Dask values: its definition, node by node over the blocks."""
+        if not any(is_dask(a) for a in args):
+            return super().run_hand(node, args)
+        _stats.bump("hand_ops_by_reference")
+        definition = node.attr("definition")
+        values = dict(zip(node.attr("params"), args, strict=True))
+        return evaluate_dag(Dag([definition]), values, self)[0]
+
+    def _whole(self, fn, head: list, args: Sequence[Any], roots: Sequence[Node]) -> list[Any]:
+        """One task over whole inputs (some lazy): its outputs, lazy."""
+        (results,) = graph.tasks(fn, len(roots), [head + [graph.whole(a) for a in args]])
+        return [
+            da.from_delayed(
+                r, shape=root.shape, dtype=np.float64, meta=graph.empty_like(root.meta.format)
+            )
+            for r, root in zip(results, roots, strict=True)
+        ]
+
+    # -- results --------------------------------------------------------------------------------
+    def finish(self, values: list[Value]) -> list[Value]:
+        """Every lazy result persisted in one submission; the small ones fetched."""
+        lazy = [k for k, v in enumerate(values) if is_dask(v)]
+        if not lazy:
+            return values
+        axes = {k: self.axis(values[k]) for k in lazy}
+        persisted = dask.persist(*(values[k] for k in lazy))
+        out = list(values)
+        for k, v in zip(lazy, persisted, strict=True):
+            out[k] = self._partitioned(v, axes[k]) if axes[k] is not None else v
+        small = [k for k in lazy if axes[k] is None]
+        for k, v in zip(small, dask.compute(*(out[k] for k in small)), strict=True):
+            out[k] = v
+        return out
+
+    def to_user(self, value: Value, ndim: int, dtype: str, inputs: Sequence[Any]) -> Any:
+        """Partitioned results stay Dask arrays (1-D vectors as numpy shows them); a row result
+        computed here (a step the cost model kept local) becomes one in the row blocks of the
+        Dask input it came from; the rest as the local backend returns them."""
+        if not is_dask(value):
+            out = super().to_user(value, ndim, dtype, inputs)
+            rows = [i.chunks[0] for i in inputs if is_dask(i) and i.shape[:1] == np.shape(out)[:1]]
+            if ndim == 0 or not rows:
+                return out
+            chunks = (rows[0],) if ndim == 1 else (rows[0], (out.shape[1],))
+            return da.from_array(out, chunks=chunks, asarray=not sp.issparse(out))
+        return value.map_blocks(
+            _user_block,
+            ndim,
+            dtype,
+            dtype=np.dtype(dtype),
+            drop_axis=1 if ndim == 1 else (),
+            meta=graph.empty_like(Format.of(value), ndim, dtype),
+        )
+
+
+def _user_block(block: Any, ndim: int, dtype: str) -> Any:
+    if ndim == 1:
+        block = Format.of(block).to_dense(block).reshape(-1)
+    return block if dtype == "float64" else block.astype(dtype)
+
+
+def _in_format(value: Any, node: Node) -> Any:
+    fmt = node.meta.format
+    if node.meta.is_scalar or fmt is Format.DENSE:
+        return value
+    return value.map_blocks(fmt.from_value, dtype=np.float64, meta=graph.empty_like(fmt))

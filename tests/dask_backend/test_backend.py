@@ -1,0 +1,124 @@
+"""The Dask backend's contract: Dask leaves of either format, results that stay Dask arrays,
+hybrid placement shown by ``fm.explain``, clear errors, and kernels compiled once per worker."""
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fusedml as fm
+
+DISTRIBUTE = {"dask_task_s": 0.0, "network_bytes_per_s": 1e30}
+
+
+def test_vectors_and_matrices_round_trip_as_dask_arrays():
+    rng = np.random.default_rng(0)
+    X, v = rng.normal(size=(9, 3)), rng.normal(size=9)
+    dX, dv = da.from_array(X, chunks=(4, 3)), da.from_array(v, chunks=4)
+    x, y = fm.matrix(dX), fm.matrix(dv)
+    with fm.config(**DISTRIBUTE), dask.config.set(scheduler="threads"):
+        rows, total, cols = fm.evaluate(((x.T * y).T * 2, fm.sum(y * y), fm.sum(x, axis=0)))
+        scaled = fm.evaluate(y * 3)
+    assert isinstance(rows, da.Array) and rows.chunks == dX.chunks
+    np.testing.assert_allclose(rows.compute(), X * v[:, None] * 2, rtol=1e-14)
+    assert isinstance(total, float) and np.isclose(total, v @ v, rtol=1e-14)
+    assert isinstance(cols, np.ndarray) and cols.shape == (3,)
+    assert isinstance(scaled, da.Array) and scaled.shape == (9,)
+    np.testing.assert_allclose(scaled.compute(), 3 * v, rtol=1e-15)
+
+
+def test_csr_blocks_and_int_data_are_converted_lazily():
+    S = sp.random(12, 5, density=0.3, format="csr", random_state=0)
+    dS = da.from_array(S, chunks=(5, 5), asarray=False)
+    ints = da.from_array(np.arange(12).reshape(6, 2), chunks=(3, 2))
+    with fm.config(**DISTRIBUTE), dask.config.set(scheduler="sync"):
+        s = fm.matrix(dS)
+        assert s.node.meta.format.name == "csr" and s.node.meta.nnz == S.nnz
+        out = fm.evaluate(s * 2)
+        assert isinstance(out, da.Array) and sp.issparse(out._meta)
+        np.testing.assert_allclose(out.compute().toarray(), 2 * S.toarray())
+        assert fm.evaluate(fm.sum(fm.matrix(ints))) == 66.0
+
+
+def test_column_chunks_are_rechunked_with_a_warning():
+    dX = da.ones((6, 4), chunks=(3, 2))
+    with pytest.warns(fm.RechunkWarning, match="one column chunk"):
+        x = fm.matrix(dX)
+    with dask.config.set(scheduler="sync"):
+        assert fm.evaluate(fm.sum(x)) == 24.0
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (da.from_array(np.array([["a", "b"]])), TypeError, "unsupported dtype"),
+        (da.ones((2, 2, 2)), ValueError, "1-D or 2-D"),
+        (da.ones(4)[da.ones(4) > 0], ValueError, "unknown chunk sizes"),
+    ],
+)
+def test_bad_dask_arrays_are_refused(value, error, match):
+    with pytest.raises(error, match=match):
+        fm.matrix(value)
+
+
+def test_persist_converts_dask_arrays_and_leaves_others():
+    local = np.ones((3, 2))
+    assert fm.persist(local) is local
+    with dask.config.set(scheduler="sync"):
+        out = fm.persist(da.from_array(np.arange(6).reshape(3, 2), chunks=(2, 2)))
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out.compute(), np.arange(6).reshape(3, 2))
+
+
+def test_explain_marks_a_hybrid_plan():
+    # 80 MB of data in 8 blocks (never computed: explain only plans) beside a local vector
+    X = fm.matrix(da.zeros((1_000_000, 10), chunks=(125_000, 10)))
+    v = fm.matrix(np.ones(50))
+    plan = fm.explain((fm.sum(fm.exp(X) * 2), fm.sum(fm.exp(v) * 2)), fusion="cost_based")
+    index = plan.dag.index
+    where = {index[n]: place for step, place in plan.placement.items()
+             for n in (step.roots if isinstance(step, fm.FusedOp) else (step,))}  # fmt: skip
+    over_x = next(index[r] for r in plan.dag.roots)
+    assert where.pop(over_x) == "dask", str(plan)
+    assert set(where.values()) == {"local"}, str(plan)  # every step over v
+    assert "@dask" in str(plan) and "@local" in str(plan)
+    # the same data in one small block: moving it is cheaper than a task, so it stays local
+    small = fm.matrix(da.zeros((100, 10), chunks=(50, 10)))
+    assert set(fm.explain(fm.sum(fm.exp(small) * 2)).placement.values()) == {"local"}
+
+
+def test_small_dask_data_runs_locally_and_large_data_per_block(fresh_stats):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    with dask.config.set(scheduler="sync"):
+        got = fm.evaluate(fm.sum(fm.exp(fm.matrix(da.from_array(X, chunks=(10, 3))))))
+    assert np.isclose(got, np.exp(X).sum())
+    assert fresh_stats().get("dask_block_tasks", 0) == 0 and fresh_stats()["dask_inputs_gathered"]
+
+
+def test_kernels_compile_once_per_worker(client):
+    X = da.random.default_rng(2).random((4_000, 6), chunks=(500, 6)).persist()
+    x = fm.matrix(X)
+    expr = fm.sum(fm.sqrt(x) * x + 1.5, axis=0)
+
+    def kernels():
+        counts = client.run(lambda: fm.stats())
+        return {
+            w: s.get("kernels_compiled", 0) + s.get("kernels_loaded_from_disk", 0)
+            for w, s in counts.items()
+        }
+
+    with fm.config(**DISTRIBUTE):
+        first = fm.evaluate(expr, fusion="fuse_all")
+        after_first = kernels()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            second = fm.evaluate(expr, fusion="fuse_all")
+    assert sum(after_first.values()) >= 1
+    assert kernels() == after_first  # the second call compiled and loaded nothing
+    Xl = X.compute()
+    np.testing.assert_allclose(first, (np.sqrt(Xl) * Xl + 1.5).sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(first, second)

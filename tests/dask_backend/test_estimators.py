@@ -1,0 +1,45 @@
+"""Estimators fitted on Dask arrays under a 2-worker LocalCluster give the in-memory model, and
+predictions of Dask data stay Dask arrays."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fusedml as fm
+from tests.runtime.test_backend import _fits
+
+DISTRIBUTE = {"dask_task_s": 0.0, "network_bytes_per_s": 1e30}
+
+
+def _dask(a, rows=50):
+    if a is None:
+        return None
+    return da.from_array(a, chunks=(rows, *a.shape[1:]), asarray=not sp.issparse(a))
+
+
+def _local(value):
+    return value.compute() if hasattr(value, "dask") else value
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize(("estimator", "X", "y", "result"), _fits())
+def test_estimator_on_a_local_cluster_fits_the_in_memory_model(
+    client, estimator, X, y, result, fresh_stats
+):
+    local = getattr(estimator.fit(X, y), result).copy()
+    with fm.config(**DISTRIBUTE):  # every step per block, however small the data
+        distributed = _local(getattr(estimator.fit(_dask(X), _dask(y)), result))
+    assert fresh_stats()["dask_block_tasks"] > 0
+    np.testing.assert_allclose(distributed, local, rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize(("estimator", "X", "y", "result"), _fits()[::4])  # L2SVM, KMeans
+def test_predictions_of_dask_data_are_dask_arrays(client, estimator, X, y, result):
+    estimator.fit(X, y)
+    method = estimator.predict
+    with fm.config(**DISTRIBUTE):
+        got = method(_dask(X))
+    assert isinstance(got, da.Array) and got.chunks[0] == _dask(X).chunks[0]
+    np.testing.assert_array_equal(got.compute(), method(X))
