@@ -56,7 +56,9 @@ COST_FIELDS = (
     "serial_below_s",
     "dispatch_s",
     "dask_task_s",
+    "dask_round_trip_s",
     "network_bytes_per_s",
+    "dask_local_below_bytes",
     "compile_s",
     "compile_amortization_calls",
     "base_exp_log_speedup",
@@ -86,7 +88,9 @@ class Config:
     compile_amortization_calls: float | None = None
     base_exp_log_speedup: float | None = None
     dask_task_s: float | None = None
+    dask_round_trip_s: float | None = None
     network_bytes_per_s: float | None = None
+    dask_local_below_bytes: float | None = None
 
     def __post_init__(self) -> None:
         check_fusion_mode(self.fusion)

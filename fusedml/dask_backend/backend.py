@@ -4,7 +4,7 @@ Data enters as Dask arrays of row blocks (``collection.py``). A step that reads 
 value runs one task per block: a fused operator through the same generated kernel as locally
 (``fused.partials`` on the block's rows, the kernel compiled once per worker process and shared
 through the disk cache), an unfused node through the reference interpreter (``nodes.py``).
-Row outputs stay partitioned; aggregates are tree-reduced by Dask (``graph.tree_reduced``) with
+Row outputs stay partitioned; aggregates are tree-reduced in the graph (``StepGraph.reduced``) with
 the outputs' kinds combining the partials. Steps over small values only run in this process, or
 as one task when an input is a lazy result of the graph. When a call ends, every lazy result is
 persisted in one submission and the small ones are fetched: nothing of data size reaches the
@@ -14,7 +14,9 @@ data small enough that moving it is cheaper than a task per block.
 
 from __future__ import annotations
 
+import functools
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +28,7 @@ import scipy.sparse as sp
 
 from fusedml import _stats
 from fusedml._config import config, get_config
+from fusedml._errors import KernelFallbackWarning
 from fusedml.codegen.spec import kernel_spec
 from fusedml.cplan.kinds import mean_count
 from fusedml.cplan.plan import FusedOp
@@ -40,6 +43,14 @@ from fusedml.runtime.reference import Value, evaluate_node
 from fusedml.runtime.threads import one_thread
 
 
+class _Head:
+    """What every task of a step shares (one key of the graph): the operator or node, and the
+    client's kernel-cache settings."""
+
+    def __init__(self, step: Any, settings: tuple = ()) -> None:
+        self.step, self.settings = step, settings
+
+
 def _worker_config(settings: tuple) -> config:
     cache_dir, codegen = settings
     # a worker has no one to wait for: it loads the kernel from the disk cache or compiles it
@@ -47,13 +58,28 @@ def _worker_config(settings: tuple) -> config:
 
 
 def _scalars(inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
-    return [float(a) if i.meta.is_scalar else a for i, a in zip(inputs, args, strict=True)]
+    """Block arguments as the kernels take them: floats for scalars, and every block of the
+    format its array claimed (Dask keeps a meta of numpy or scipy.sparse type only, so blocks
+    of another type behind a numpy meta are refused here, not misread)."""
+    out = []
+    for node, a in zip(inputs, args, strict=True):
+        if node.meta.is_scalar:
+            out.append(float(a))
+            continue
+        if Format.of(a) is not node.meta.format:
+            raise TypeError(
+                f"a Dask block is {type(a).__name__}, its array's blocks were declared "
+                f"{node.meta.format.name}; fusedml runs Dask arrays of numpy or scipy.sparse blocks"
+            )
+        out.append(a)
+    return out
 
 
-def _fused_block(op: FusedOp, settings: tuple, *args: Any) -> Any:
+def _fused_block(head: _Head, *args: Any) -> Any:
     """One block's outputs of a fused operator: row outputs in their format, partials of
     aggregates ``lifted`` for the reduction."""
-    with _worker_config(settings), one_thread():  # the blocks are the parallelism
+    op = head.step
+    with _worker_config(head.settings), one_thread():  # the blocks are the parallelism
         partials = fused.partials(op, _scalars(op.inputs, args))
     out = []
     for p, root, kind in zip(partials, op.roots, op.cplan.outputs, strict=True):
@@ -65,9 +91,10 @@ def _fused_block(op: FusedOp, settings: tuple, *args: Any) -> Any:
     return tuple(out) if len(out) > 1 else out[0]
 
 
-def _fused_whole(op: FusedOp, settings: tuple, *args: Any) -> Any:
+def _fused_whole(head: _Head, *args: Any) -> Any:
     """A fused operator over small values, one of which a lazy result of the graph."""
-    with _worker_config(settings):
+    op = head.step
+    with _worker_config(head.settings):
         out = LocalBackend().run_fused(op, _scalars(op.inputs, args))
     return tuple(out) if len(out) > 1 else out[0]
 
@@ -77,8 +104,13 @@ def _node_block(node: Node, reduce: bool, *args: Any) -> Any:
     return graph.lifted(value) if reduce else value
 
 
-def _node_whole(node: Node, *args: Any) -> Any:
-    return evaluate_node(node, _scalars(node.inputs, args))
+def _node_whole(head: _Head, *args: Any) -> Any:
+    return evaluate_node(head.step, _scalars(head.step.inputs, args))
+
+
+def _outputs(keys: list[tuple], n: int) -> list[list[tuple]]:
+    """Per output, the blocks' parts: the task keys of a one-output step, else (key, k)."""
+    return [[(key, k) if n > 1 else key for key in keys] for k in range(n)]
 
 
 class DaskBackend(LocalBackend):
@@ -91,6 +123,8 @@ class DaskBackend(LocalBackend):
     def __init__(self) -> None:
         self._state = threading.local()
         self._gathered: OrderedDict[str, Value] = OrderedDict()
+        # the column each 1-D result was made from (a loop passes results back in)
+        self._columns: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- state of one call ----------------------------------------------------------------------
@@ -116,6 +150,10 @@ class DaskBackend(LocalBackend):
         self._state.place = placement.Placer(placement.worker_count())
 
     def bind(self, leaf: Node, value: Any) -> Value:
+        if is_dask(value) and value.ndim == 1:  # a vector as the IR's column
+            with self._lock:
+                column = self._columns.get(value.name)
+            value = column if column is not None else value.reshape(-1, 1)
         value = super().bind(leaf, value)
         return self._partitioned(value, 0) if is_dask(value) else value
 
@@ -128,10 +166,11 @@ class DaskBackend(LocalBackend):
         blocks = max(len(a.chunks[self.axis(a)]) for a in args if self.axis(a) is not None)
         return self._state.place.local(local_s, split, rest, outputs, blocks)
 
-    def _gather(self, args: Sequence[Any]) -> list[Any]:
-        """Partitioned inputs fetched into this process (small ones, kept for the next call)."""
+    def _gather(self, inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
+        """Partitioned inputs fetched into this process, in their nodes' formats (small ones,
+        kept for the next call)."""
         out = []
-        for a in args:
+        for node, a in zip(inputs, args, strict=True):
             if self.axis(a) is None:
                 out.append(a)
                 continue
@@ -139,7 +178,8 @@ class DaskBackend(LocalBackend):
                 value = self._gathered.get(a.name)
             if value is None:
                 _stats.bump("dask_inputs_gathered")
-                (value,) = dask.compute(a)
+                (value,) = dask.compute(a, optimize_graph=False)
+                value = node.meta.format.from_value(value)  # stacked blocks: canonical again
                 with self._lock:
                     self._gathered[a.name] = value
                     while len(self._gathered) > self._GATHERED:
@@ -152,51 +192,57 @@ class DaskBackend(LocalBackend):
         if not any(is_dask(v) for v in inputs):
             return super().run_fused(op, inputs)
         if all(self.axis(v) is None for v in inputs):
-            return self._whole(_fused_whole, [op, self._state.settings], inputs, op.roots)
+            return self._whole(_fused_whole, _Head(op, self._state.settings), inputs, op.roots)
         if self._local(op.inputs, inputs, op.estimated_cost_s, op.roots):
-            return super().run_fused(op, self._gather(inputs))
+            return super().run_fused(op, self._gather(op.inputs, inputs))
         if not get_config().codegen or self.axis(inputs[0]) != 0:
             return self.run_reference(op, inputs)  # node by node, each over the blocks
         try:
             aligned = kernel_spec(op.cplan).aligned
-        except Exception:  # no kernel for it: the reference runs it (warned about locally)
-            return super().run_fused(op, inputs)
+        except Exception as exc:  # never a wrong answer: node by node, each over the blocks
+            _stats.bump("kernel_fallbacks")
+            warnings.warn(
+                f"no kernel for a {op.template} operator ({type(exc).__name__}: {exc}); running "
+                "it through the reference interpreter",
+                KernelFallbackWarning,
+                stacklevel=3,
+            )
+            return self.run_reference(op, inputs)
         return self._fused_blocks(op, inputs, aligned)
 
     def _fused_blocks(self, op: FusedOp, inputs: Sequence[Value], aligned) -> list[Value]:
         chunks = inputs[0].chunks[0]
-        args: list[Any] = []
+        g = graph.StepGraph(op.template)
+        columns = []  # per input: its key per block
         for value, node, split in zip(inputs, op.inputs, aligned, strict=True):
             if split and not node.meta.is_scalar:
-                args.append(graph.aligned(value, 0, chunks))
-            else:
-                if self.axis(value) is not None:
-                    _stats.bump("dask_partitioned_sent_whole")
-                args.append(graph.whole(value))
-        per_block = [
-            [op, self._state.settings]
-            + [graph.block(a, 0, i) if split else a for a, split in zip(args, aligned, strict=True)]
-            for i in range(len(chunks))
-        ]
+                columns.append(g.split(value, 0, chunks))
+                continue
+            if self.axis(value) is not None:
+                _stats.bump("dask_partitioned_sent_whole")
+            columns.append([g.whole(value)] * len(chunks))
+        head = g.literal(_Head(op, self._state.settings))
+        keys = g.blocks(_fused_block, [[head, *args] for args in zip(*columns, strict=True)])
         _stats.bump("dask_block_tasks", len(chunks))
-        results = graph.tasks(_fused_block, len(op.roots), per_block)
         cplan = op.cplan
         out = []
-        for k, (root, kind, agg) in enumerate(
-            zip(op.roots, cplan.outputs, cplan.aggregations, strict=True)
+        for parts, root, kind, agg, body_root in zip(
+            _outputs(keys, len(op.roots)),
+            op.roots,
+            cplan.outputs,
+            cplan.aggregations,
+            cplan.body.roots,
+            strict=True,
         ):
-            parts = [r[k] for r in results]
-            fmt = root.meta.format
             if kind.per_row:
-                value = graph.stitched(parts, 0, chunks, root.meta.cols, fmt)
+                value = g.stitched(parts, 0, chunks, root.meta.cols, root.meta.format)
                 out.append(self._partitioned(value, 0))
                 continue
-            count = mean_count(cplan.body.roots[k], kind)
-            value = graph.tree_reduced(
+            value = g.reduced(
                 parts,
                 root.shape,
-                lambda ps, kind=kind, agg=agg: kind.combine(ps, agg),
-                lambda v, kind=kind, agg=agg, count=count: kind.finalize(v, agg, count),
+                functools.partial(_kind_combine, kind, agg),
+                functools.partial(kind.finalize, agg=agg, count=mean_count(body_root, kind)),
             )
             out.append(_in_format(value, root))
         return out
@@ -205,7 +251,7 @@ class DaskBackend(LocalBackend):
         if not any(is_dask(a) for a in args):
             return super().run_node(node, args)
         if all(self.axis(a) is None for a in args):
-            return self._whole(_node_whole, [node], args, (node,))[0]
+            return self._whole(_node_whole, _Head(node), args, (node,))[0]
         axes = [self.axis(a) for a in args]
         blocked = nodes.rule(
             node,
@@ -213,41 +259,35 @@ class DaskBackend(LocalBackend):
             [a.chunks[x] if x is not None else () for a, x in zip(args, axes, strict=True)],
         )
         if blocked is None or self._local(node.inputs, args, placement.unfused_s(node), (node,)):
-            return super().run_node(node, self._gather(args))
+            return super().run_node(node, self._gather(node.inputs, args))
         return self._node_blocks(node, args, blocked)
 
     def _node_blocks(self, node: Node, args: Sequence[Value], blocked: nodes.Blocked) -> Value:
         chunks = blocked.chunks
-        split = [
-            graph.aligned(a, role, chunks) if role is not None else graph.whole(a)
+        g = graph.StepGraph(node.op.value)
+        columns = [
+            g.split(a, role, chunks) if role is not None else [g.whole(a)] * len(chunks)
             for a, role in zip(args, blocked.roles, strict=True)
         ]
         reduce = blocked.out_axis is None
+        shapes: dict[int, Node] = {}  # one block node per distinct extent
         per_block = []
-        shapes: dict[int, Node] = {}
-        for i, extent in enumerate(chunks):
-            block = shapes.get(extent)
-            if block is None:
-                block = shapes[extent] = nodes.block_node(node, blocked, i)
-            per_block.append(
-                [block, reduce]
-                + [
-                    graph.block(a, role, i) if role is not None else a
-                    for a, role in zip(split, blocked.roles, strict=True)
-                ]
-            )
+        rows = zip(chunks, zip(*columns, strict=True), strict=True)
+        for i, (extent, block_args) in enumerate(rows):
+            if extent not in shapes:
+                shapes[extent] = nodes.block_node(node, blocked, i)
+            per_block.append([shapes[extent], reduce, *block_args])
+        parts = g.blocks(_node_block, per_block)
         _stats.bump("dask_block_tasks", len(chunks))
-        parts = [r[0] for r in graph.tasks(_node_block, 1, per_block)]
         if not reduce:
             other = node.shape[1 - blocked.out_axis]
-            value = graph.stitched(parts, blocked.out_axis, chunks, other, node.meta.format)
+            value = g.stitched(parts, blocked.out_axis, chunks, other, node.meta.format)
             return self._partitioned(value, blocked.out_axis)
-        how, count = blocked.reduce, blocked.count
-        value = graph.tree_reduced(
+        value = g.reduced(
             parts,
             node.shape,
-            lambda ps: nodes.combine(ps, how),
-            lambda v: nodes.finished(v, node, count),
+            functools.partial(nodes.combine, how=blocked.reduce),
+            functools.partial(nodes.finished, node=node, count=blocked.count),
         )
         return _in_format(value, node)
 
@@ -260,14 +300,13 @@ class DaskBackend(LocalBackend):
         values = dict(zip(node.attr("params"), args, strict=True))
         return evaluate_dag(Dag([definition]), values, self)[0]
 
-    def _whole(self, fn, head: list, args: Sequence[Any], roots: Sequence[Node]) -> list[Any]:
+    def _whole(self, fn, head: _Head, args: Sequence[Any], roots: Sequence[Node]) -> list[Any]:
         """One task over whole inputs (some lazy): its outputs, lazy."""
-        (results,) = graph.tasks(fn, len(roots), [head + [graph.whole(a) for a in args]])
+        g = graph.StepGraph("whole")
+        (key,) = g.blocks(fn, [[g.literal(head), *(g.whole(a) for a in args)]])
         return [
-            da.from_delayed(
-                r, shape=root.shape, dtype=np.float64, meta=graph.empty_like(root.meta.format)
-            )
-            for r, root in zip(results, roots, strict=True)
+            g.single(part[0], root.shape, root.meta.format)
+            for part, root in zip(_outputs([key], len(roots)), roots, strict=True)
         ]
 
     # -- results --------------------------------------------------------------------------------
@@ -277,12 +316,13 @@ class DaskBackend(LocalBackend):
         if not lazy:
             return values
         axes = {k: self.axis(values[k]) for k in lazy}
-        persisted = dask.persist(*(values[k] for k in lazy))
+        persisted = dask.persist(*(values[k] for k in lazy), optimize_graph=False)
         out = list(values)
         for k, v in zip(lazy, persisted, strict=True):
             out[k] = self._partitioned(v, axes[k]) if axes[k] is not None else v
         small = [k for k in lazy if axes[k] is None]
-        for k, v in zip(small, dask.compute(*(out[k] for k in small)), strict=True):
+        fetched = dask.compute(*(out[k] for k in small), optimize_graph=False)
+        for k, v in zip(small, fetched, strict=True):
             out[k] = v
         return out
 
@@ -297,7 +337,7 @@ class DaskBackend(LocalBackend):
                 return out
             chunks = (rows[0],) if ndim == 1 else (rows[0], (out.shape[1],))
             return da.from_array(out, chunks=chunks, asarray=not sp.issparse(out))
-        return value.map_blocks(
+        out = value.map_blocks(
             _user_block,
             ndim,
             dtype,
@@ -305,6 +345,16 @@ class DaskBackend(LocalBackend):
             drop_axis=1 if ndim == 1 else (),
             meta=graph.empty_like(Format.of(value), ndim, dtype),
         )
+        if ndim == 1 and dtype == "float64":
+            with self._lock:
+                self._columns[out.name] = value
+                while len(self._columns) > self._GATHERED * 4:
+                    self._columns.popitem(last=False)
+        return out
+
+
+def _kind_combine(kind: Any, agg: str | None, partials: list[Any]) -> Any:
+    return kind.combine(partials, agg)
 
 
 def _user_block(block: Any, ndim: int, dtype: str) -> Any:

@@ -100,7 +100,7 @@ class DaskArrays(Collection):
     def persist(self, value: Any, what: str = "fm.persist") -> Any:
         """The value converted (``convert``) and persisted where the scheduler keeps data."""
         _, value = self.convert(value, what)
-        value = value.persist()
+        value = value.persist(optimize_graph=False)  # keys stay as fusedml's graphs name them
         with self._lock:
             self._converted[value.name] = None
         return value
@@ -114,7 +114,7 @@ class DaskArrays(Collection):
             counts = value.map_blocks(
                 lambda b: np.array([[b.nnz]]), chunks=(1, 1), dtype=np.int64, meta=np.empty((0, 0))
             )
-            found = int(counts.sum().compute())
+            found = int(counts.sum().compute(optimize_graph=False))
             with self._lock:
                 self._nnz[value.name] = found
                 while len(self._nnz) > self._NNZ_CACHE:

@@ -1,21 +1,23 @@
 """Building a step's Dask graph: one task per row (or column) block, blocks stitched back into a
-partitioned array, or partials tree-reduced with ``dask.array.reduction``.
+partitioned array, or partials tree-reduced inside the graph (``SPLIT_EVERY`` per task).
 
 A *partitioned* value is a Dask array split along one axis (rows for data, columns for its
 transpose) with the other axis whole; every other value of a step is *whole*: sent once per call
-(a local array becomes one key of the graph, a lazy Dask result its single block).
+(a local array becomes one key of the graph, a lazy Dask result its single block). The tasks are
+written as a graph layer directly (no ``delayed`` wrappers): one task per block and per tree node.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from operator import getitem
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+from dask.highlevelgraph import HighLevelGraph
 
 from fusedml.formats import Format
 
@@ -24,6 +26,13 @@ SPLIT_EVERY = 8  # partials combined per task of the reduction tree
 
 def is_dask(value: Any) -> bool:
     return isinstance(value, da.Array)
+
+
+def empty_like(fmt: Format, ndim: int = 2, dtype: str = "float64") -> Any:
+    """The ``meta`` of a Dask array of ``fmt`` blocks."""
+    if fmt.zeros_annihilate and ndim == 2:
+        return sp.csr_array((0, 0), dtype=dtype)
+    return np.empty((0,) * ndim, dtype=dtype)
 
 
 def aligned(value: Any, axis: int, chunks: tuple[int, ...]) -> da.Array:
@@ -36,91 +45,107 @@ def aligned(value: Any, axis: int, chunks: tuple[int, ...]) -> da.Array:
     return value.rechunk(want)
 
 
-def block(value: da.Array, axis: int, i: int) -> Any:
-    """The Delayed of block ``i`` of an ``aligned`` value."""
-    blocks = value.to_delayed(optimize_graph=False)
-    return blocks[i, 0] if axis == 0 else blocks[0, i]
-
-
-def whole(value: Any) -> Any:
-    """A step's whole input as one graph key (a Delayed), or a float as itself."""
-    if isinstance(value, float | int):
-        return value
-    if is_dask(value):
-        if value.ndim and value.npartitions > 1:
-            value = value.rechunk(value.shape)
-        return np.asarray(value.to_delayed(optimize_graph=False)).ravel()[0]
-    return dask.delayed(value, pure=True)  # keyed by its content: one copy per call
-
-
-def tasks(fn: Callable[..., Any], nout: int, per_block: Sequence[Sequence[Any]]) -> list[tuple]:
-    """``fn(*args)`` for each block's arguments: per block, a tuple of ``nout`` Delayed."""
-    name = f"fusedml-{getattr(fn, '__name__', 'block')}-{uuid.uuid4().hex[:12]}"
-    call = dask.delayed(fn, pure=False, nout=nout)
-    out = []
-    for i, args in enumerate(per_block):
-        result = call(*args, dask_key_name=(name, i))
-        out.append(tuple(result) if nout > 1 else (result,))
-    return out
-
-
-def empty_like(fmt: Format, ndim: int = 2, dtype: str = "float64") -> Any:
-    """The ``meta`` of a Dask array of ``fmt`` blocks."""
-    if fmt.zeros_annihilate and ndim == 2:
-        return sp.csr_array((0, 0), dtype=dtype)
-    return np.empty((0,) * ndim, dtype=dtype)
-
-
-def stitched(
-    parts: Sequence[Any], axis: int, chunks: Sequence[int], other: int, fmt: Format
-) -> da.Array:
-    """Blocks (Delayed values of ``fmt``) as one array partitioned along ``axis``."""
-    arrays = [
-        da.from_delayed(
-            p, shape=(c, other) if axis == 0 else (other, c), dtype=np.float64, meta=empty_like(fmt)
-        )
-        for p, c in zip(parts, chunks, strict=True)
-    ]
-    return arrays[0] if len(arrays) == 1 else da.concatenate(arrays, axis=axis)
-
-
-def tree_reduced(
-    parts: Sequence[Any],
-    shape: tuple[int, ...],
-    combine: Callable[[list[Any]], Any],
-    finish: Callable[[Any], Any],
-) -> da.Array:
-    """Partials of one shape (Delayed of ``lifted`` values) reduced by Dask's tree reduction:
-    ``combine`` joins a list of consecutive partials into one, ``finish`` turns the last into
-    the value."""
-    stacked = da.concatenate(
-        [da.from_delayed(p, shape=(1, *shape), dtype=np.float64) for p in parts]
-    )
-
-    def _combine(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
-        return np.asarray(combine(list(x)), dtype=np.float64)[None]
-
-    def _aggregate(x: np.ndarray, axis: Any, keepdims: bool) -> Any:
-        return np.asarray(finish(combine(list(x))), dtype=np.float64)
-
-    return da.reduction(
-        stacked,
-        chunk=lambda x, axis, keepdims: x,
-        combine=_combine,
-        aggregate=_aggregate,
-        axis=0,
-        keepdims=False,
-        split_every=SPLIT_EVERY,
-        dtype=np.float64,
-        concatenate=True,
-        meta=np.empty((0,) * len(shape)),
-        name=f"fusedml-reduce-{uuid.uuid4().hex[:12]}",
-    )
-
-
 def lifted(partial: Any) -> np.ndarray:
-    """A partial (float, array or CSR) as a dense array with a leading axis of one, the form
-    ``tree_reduced`` stacks (made inside the block's task)."""
+    """A partial (float, array or CSR) as a dense float array (the form reductions combine)."""
     if sp.issparse(partial):
         partial = partial.toarray()
-    return np.asarray(partial, dtype=np.float64)[None]
+    return np.asarray(partial, dtype=np.float64)
+
+
+class StepGraph:
+    """The tasks of one step, written into one layer."""
+
+    def __init__(self, label: str) -> None:
+        self.name = f"fusedml-{label}-{uuid.uuid4().hex[:16]}"
+        self.layer: dict[Any, Any] = {}
+        self.deps: dict[str, da.Array] = {}
+        self._literals = 0
+
+    def literal(self, value: Any) -> tuple:
+        """The key of one copy of a local value (not a tuple: a tuple would read as a task)."""
+        key = (f"{self.name}-in", self._literals)
+        self._literals += 1
+        self.layer[key] = value
+        return key
+
+    def whole(self, value: Any) -> Any:
+        """A whole input: a float as itself, else the key of its one copy."""
+        if isinstance(value, float | int):
+            return value
+        if not is_dask(value):
+            return self.literal(value)
+        if value.npartitions > 1:
+            value = value.rechunk(value.shape)
+        self.deps[value.name] = value
+        return (value.name,) + (0,) * value.ndim
+
+    def split(self, value: Any, axis: int, chunks: tuple[int, ...]) -> list[tuple]:
+        """The keys of a partitioned input's blocks."""
+        value = aligned(value, axis, chunks)
+        self.deps[value.name] = value
+        return [(value.name, i, 0) if axis == 0 else (value.name, 0, i) for i in range(len(chunks))]
+
+    def blocks(self, fn: Callable[..., Any], args: Sequence[Sequence[Any]]) -> list[tuple]:
+        """``fn(*args[i])`` per block: the blocks' task keys."""
+        keys = [(f"{self.name}-b", i) for i in range(len(args))]
+        for key, a in zip(keys, args, strict=True):
+            self.layer[key] = (fn, *a)
+        return keys
+
+    def _array(self, name: str, chunks: tuple, meta: Any) -> da.Array:
+        graph = HighLevelGraph.from_collections(
+            name, self.layer, dependencies=list(self.deps.values())
+        )
+        return da.Array(graph, name, chunks, meta=meta)
+
+    def stitched(
+        self, parts: Sequence[Any], axis: int, chunks: tuple[int, ...], other: int, fmt: Format
+    ) -> da.Array:
+        """Blocks (task keys, or ``(key, k)`` for output k of a block) as one array partitioned
+        along ``axis``."""
+        name = f"{self.name}-s{len(self.layer)}"
+        for i, part in enumerate(parts):
+            key = (name, i, 0) if axis == 0 else (name, 0, i)
+            self.layer[key] = _task(part)
+        out_chunks = (chunks, (other,)) if axis == 0 else ((other,), chunks)
+        return self._array(name, out_chunks, empty_like(fmt))
+
+    def single(self, part: tuple, shape: tuple[int, ...], fmt: Format) -> da.Array:
+        """One task's output (as ``stitched`` takes it) as a one-chunk array."""
+        name = f"{self.name}-w{len(self.layer)}"
+        self.layer[(name,) + (0,) * len(shape)] = _task(part)
+        meta = empty_like(fmt, len(shape)) if shape else np.empty(())
+        return self._array(name, tuple((n,) for n in shape), meta)
+
+    def reduced(
+        self,
+        parts: Sequence[Any],
+        shape: tuple[int, ...],
+        combine: Callable[[list[Any]], Any],
+        finish: Callable[[Any], Any],
+    ) -> da.Array:
+        """Partials (as ``stitched`` takes them) of one shape combined by a tree of tasks,
+        ``SPLIT_EVERY`` per task: ``combine`` joins a list of consecutive partials into one,
+        ``finish`` turns the last into the value."""
+        name = f"{self.name}-r{len(self.layer)}"
+        level = [_task(p) for p in parts]
+        depth = 0
+        while len(level) > SPLIT_EVERY:
+            groups = [level[j : j + SPLIT_EVERY] for j in range(0, len(level), SPLIT_EVERY)]
+            keys = [(f"{name}-{depth}", j) for j in range(len(groups))]
+            for key, group in zip(keys, groups, strict=True):
+                self.layer[key] = (combine, list(group))
+            level, depth = keys, depth + 1
+        key = (name,) + (0,) * len(shape)
+        self.layer[key] = (_finished, finish, combine, list(level))
+        chunks = tuple((n,) for n in shape)
+        return self._array(name, chunks, np.empty((0,) * len(shape)))
+
+
+def _task(part: tuple) -> tuple:
+    """A block's task key, or ``(key, k)``: output k of a block's task."""
+    return (getitem, *part) if isinstance(part[0], tuple) else part
+
+
+def _finished(finish: Callable[[Any], Any], combine: Callable[[list[Any]], Any], parts: list):
+    return np.asarray(finish(combine(parts)), dtype=np.float64)

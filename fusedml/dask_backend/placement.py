@@ -63,13 +63,17 @@ class Placer:
         outputs: Sequence[Node],
         blocks: int,
     ) -> bool:
-        """Whether a step reading the partitioned ``split`` inputs runs here."""
+        """Whether a step reading the partitioned ``split`` inputs runs here: they are small
+        (``dask_local_below_bytes``) and fetching them costs less than a task per block."""
+        split_bytes = sum(node_bytes(n) for n in split)
+        if split_bytes > self.model.c.dask_local_below_bytes:
+            return False
         whole_bytes = sum(node_bytes(n) for n in whole if not n.meta.is_scalar)
         rows = {n.meta.rows for n in split}
         partials = [o for o in outputs if o.meta.rows not in rows]  # aggregated over rows
-        out_bytes = _reduced_bytes(partials) * blocks
+        out_bytes = _reduced_bytes(partials)
         dist = self.model.distributed(local_s, blocks, self.workers, whole_bytes, out_bytes)
-        here = self.model.gathered(local_s, sum(node_bytes(n) for n in split))
+        here = self.model.gathered(local_s, split_bytes)
         return here < dist
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fusedml.formats import Collection, Format, density_decade, nnz_of
 from fusedml.ir.frontend import Expr, as_expr, placeholder
 from fusedml.ir.node import Node
@@ -60,8 +62,8 @@ def _placeholder(name: str, spec: ArgSpec, value: Any) -> Expr:
 
 def bind_value(node: Node, value: Any) -> Any:
     """The IR form of an argument value for its placeholder (1-D arrays are (n, 1) columns)."""
-    if getattr(value, "ndim", None) == 1:  # numpy or a collection's vector
-        return value.reshape(-1, 1)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return value.reshape(-1, 1)  # a collection's vector: its backend binds it
     return value
 
 

@@ -36,11 +36,16 @@ class CostConstants:
     # numpy's exp/log run SIMD loops; a generated kernel calls scalar libm per cell. Measured on
     # 4M cells: numpy 1.9 ns/cell on one core, a parallel numba loop 5.9 ns/cell on two (3.1x).
     base_exp_log_speedup: float = 3.0
-    # Distributed steps (Dask): scheduling and running one task of a block, and the rate at which
-    # blocks, side inputs and partials move between processes (pickled over loopback TCP here).
-    # Measured on a 2-worker LocalCluster on this machine by asv_benches/dask_scaling.py.
-    dask_task_s: float = 1e-3
-    network_bytes_per_s: float = 1e9
+    # Distributed steps (Dask): scheduling and running one task of a block, a call's wait for the
+    # results it fetches (submit, run, gather: the latency of the smallest computation), and the
+    # rate at which blocks, side inputs and partials move between processes (pickled over
+    # loopback TCP here). Measured on a 2-worker LocalCluster here by asv_benches/dask_scaling.py.
+    dask_task_s: float = 1.5e-3  # measured 1.3-2.0 ms
+    dask_round_trip_s: float = 2.5e-2  # measured 23-26 ms
+    network_bytes_per_s: float = 5e8  # measured 0.35-0.9 GB/s
+    # a step over distributed values runs in this process only if those values (fetched once
+    # and kept) are at most this big: the client never holds more of the data than this
+    dask_local_below_bytes: float = 4e6
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(CostConstants))

@@ -215,16 +215,18 @@ class CostModel:
         self, local_s: float, blocks: int, workers: int, whole_bytes: float, out_bytes: float
     ) -> float:
         """A step run as one task per row block: its work shared by the workers, a task's
-        overhead per block, the whole inputs sent to every worker and the partials (or row
-        outputs) written by every block."""
+        overhead per block, the whole inputs sent to every worker, the partials of aggregated
+        outputs (``out_bytes`` per block) moved to their reduction, and the call's wait for
+        them (row outputs stay on the workers: nothing to wait for)."""
         c, parallel = self.c, max(1, min(blocks, workers))
-        moved = whole_bytes * parallel + out_bytes
-        return (
-            local_s / parallel + blocks * c.dask_task_s / parallel + moved / c.network_bytes_per_s
-        )
+        moved = whole_bytes * parallel + out_bytes * blocks
+        wait = c.dask_round_trip_s if out_bytes else 0.0
+        tasks = blocks * c.dask_task_s / parallel
+        return local_s / parallel + tasks + moved / c.network_bytes_per_s + wait
 
     def gathered(self, local_s: float, split_bytes: float) -> float:
-        """The same step run in this process after its partitioned inputs are fetched."""
+        """The same step run in this process after its partitioned inputs are fetched (once:
+        later calls over the same inputs find them here)."""
         return split_bytes / self.c.network_bytes_per_s + local_s
 
     def _rates(self, n: Node) -> tuple[float, float, float]:

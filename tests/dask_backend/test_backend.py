@@ -1,8 +1,6 @@
 """The Dask backend's contract: Dask leaves of either format, results that stay Dask arrays,
 hybrid placement shown by ``fm.explain``, clear errors, and kernels compiled once per worker."""
 
-import warnings
-
 import dask
 import dask.array as da
 import numpy as np
@@ -11,7 +9,9 @@ import scipy.sparse as sp
 
 import fusedml as fm
 
-DISTRIBUTE = {"dask_task_s": 0.0, "network_bytes_per_s": 1e30}
+# every step per block, however small the data: no task overhead, wait or transfer costs
+DISTRIBUTE = {"dask_task_s": 0.0, "dask_round_trip_s": 0.0, "network_bytes_per_s": 1e30,
+              "dask_local_below_bytes": 0.0}  # fmt: skip
 
 
 def test_vectors_and_matrices_round_trip_as_dask_arrays():
@@ -111,14 +111,12 @@ def test_kernels_compile_once_per_worker(client):
             for w, s in counts.items()
         }
 
+    before = kernels()
     with fm.config(**DISTRIBUTE):
-        first = fm.evaluate(expr, fusion="fuse_all")
-        after_first = kernels()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            second = fm.evaluate(expr, fusion="fuse_all")
-    assert sum(after_first.values()) >= 1
-    assert kernels() == after_first  # the second call compiled and loaded nothing
+        results = [fm.evaluate(expr, fusion="fuse_all") for _ in range(4)]
+    got = {w: n - before.get(w, 0) for w, n in kernels().items()}
+    # one Cell kernel: each worker compiled or loaded it at most once, over four calls
+    assert sum(got.values()) >= 1 and max(got.values()) <= 1, got
     Xl = X.compute()
-    np.testing.assert_allclose(first, (np.sqrt(Xl) * Xl + 1.5).sum(axis=0), rtol=1e-12)
-    np.testing.assert_array_equal(first, second)
+    for result in results:
+        np.testing.assert_allclose(result, (np.sqrt(Xl) * Xl + 1.5).sum(axis=0), rtol=1e-12)

@@ -13,8 +13,9 @@ from tests import exprgen
 from tests.exprgen import check
 
 MODES = ("none", "hand", "fuse_all", "fuse_no_redundancy", "cost_based")
-# every step per block, however small the data: no task overhead, free transfers
-DISTRIBUTE = {"dask_task_s": 0.0, "network_bytes_per_s": 1e30, "dispatch_s": 0.0, "compile_s": 0.0}
+# every step per block, however small the data: no task overhead, wait or transfer costs
+DISTRIBUTE = {"dask_task_s": 0.0, "dask_round_trip_s": 0.0, "network_bytes_per_s": 1e30,
+              "dask_local_below_bytes": 0.0, "dispatch_s": 0.0, "compile_s": 0.0}  # fmt: skip
 
 
 def _chunks(rows: int, layout: str) -> tuple[int, ...]:

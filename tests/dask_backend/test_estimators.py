@@ -9,7 +9,9 @@ import scipy.sparse as sp
 import fusedml as fm
 from tests.runtime.test_backend import _fits
 
-DISTRIBUTE = {"dask_task_s": 0.0, "network_bytes_per_s": 1e30}
+# every step per block, however small the data: no task overhead, wait or transfer costs
+DISTRIBUTE = {"dask_task_s": 0.0, "dask_round_trip_s": 0.0, "network_bytes_per_s": 1e30,
+              "dask_local_below_bytes": 0.0}  # fmt: skip
 
 
 def _dask(a, rows=50):

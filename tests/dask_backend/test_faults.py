@@ -14,6 +14,7 @@ from fusedml.algorithms import GLM, L2SVM
 from sklearn.datasets import make_classification
 
 import fusedml as fm
+from tests.dask_backend.test_estimators import DISTRIBUTE
 
 
 def _pids(client) -> set[int]:
@@ -23,16 +24,18 @@ def _pids(client) -> set[int]:
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_a_worker_killed_during_a_fit_is_survived(client):
     X, y = make_classification(n_samples=20_000, n_features=10, random_state=1)
-    estimator = L2SVM(max_iter=40, tol=0.0, fit_intercept=True)
+    estimator = L2SVM(max_iter=6, tol=0.0, fit_intercept=True)
     local = estimator.fit(X, y).coef_.copy()
-    dX, dy = da.from_array(X, chunks=(2_500, 10)), da.from_array(y, chunks=2_500)
-    estimator.fit(dX, dy)  # kernels compiled in both workers: the kill hits iterations
+    dX, dy = da.from_array(X, chunks=(5_000, 10)), da.from_array(y, chunks=5_000)
+    with fm.config(**DISTRIBUTE):
+        estimator.fit(dX, dy)  # kernels compiled in both workers: the kill hits iterations
     before = _pids(client)
     victim = min(before)
     timer = threading.Timer(1.0, os.kill, (victim, signal.SIGKILL))
     start = time.perf_counter()
     timer.start()
-    distributed = estimator.fit(dX, dy).coef_
+    with fm.config(**DISTRIBUTE):  # the data is small: every step per block all the same
+        distributed = estimator.fit(dX, dy).coef_
     elapsed = time.perf_counter() - start
     timer.join()
     assert elapsed > 1.5, f"the fit ended ({elapsed:.2f} s) before the worker was killed"
@@ -67,6 +70,6 @@ def test_no_data_sized_value_reaches_the_client(client):
     assert peak < X.nbytes / 10, f"client peak {peak / 1e6:.1f} MB for {X.nbytes / 1e6:.0f} MB"
     # the control: a plan that gathers X to the client (every step placed locally by a task
     # overhead nothing beats) exceeds that limit, so the measurement sees data that arrives
-    with fm.config(dask_task_s=1e3):
+    with fm.config(dask_task_s=1e3, dask_local_below_bytes=1e12):
         gathered = _client_peak(fit)
     assert gathered > X.nbytes, f"gathered plan peak {gathered / 1e6:.1f} MB"
