@@ -123,7 +123,9 @@ def obtain(fn: Any, args: Sequence[Any]) -> bool:
     when the code was there already: the failed call's ``TypeError`` was then its own."""
     job = _pending.get(fn)
     if job is not None and not job.done.is_set():
-        return False
+        if get_config().compile != "eager":
+            return False
+        job.done.wait()  # eager callers (a Dask block) wait for the compile under way
     sig = signature(fn, args)
     if load(fn, sig):
         return True

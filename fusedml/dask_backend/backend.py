@@ -42,6 +42,8 @@ from fusedml.runtime.backend import LocalBackend, evaluate_dag
 from fusedml.runtime.reference import Value, evaluate_node
 from fusedml.runtime.threads import one_thread
 
+_BUILT_IN = (Format.DENSE, Format.CSR)
+
 
 class _Head:
     """What every task of a step shares (one key of the graph): the operator or node, and the
@@ -58,19 +60,24 @@ def _worker_config(settings: tuple) -> config:
 
 
 def _scalars(inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
-    """Block arguments as the kernels take them: floats for scalars, and every block of the
-    format its array claimed (Dask keeps a meta of numpy or scipy.sparse type only, so blocks
-    of another type behind a numpy meta are refused here, not misread)."""
+    """Block arguments as the kernels take them: floats for scalars, and every block in the
+    format its array declared. Dask makes some blocks itself (empty ones are numpy arrays
+    whatever the array's meta), so numpy and CSR blocks are converted to the declared one of
+    the two; a block of any other type (Dask keeps metas of numpy or scipy.sparse types only)
+    is refused, not misread."""
     out = []
     for node, a in zip(inputs, args, strict=True):
         if node.meta.is_scalar:
             out.append(float(a))
             continue
-        if Format.of(a) is not node.meta.format:
-            raise TypeError(
-                f"a Dask block is {type(a).__name__}, its array's blocks were declared "
-                f"{node.meta.format.name}; fusedml runs Dask arrays of numpy or scipy.sparse blocks"
-            )
+        fmt = node.meta.format
+        if Format.of(a) is not fmt:
+            if Format.of(a) not in _BUILT_IN or fmt not in _BUILT_IN:
+                raise TypeError(
+                    f"a Dask block is {type(a).__name__}, its array declared {fmt.name} "
+                    "blocks; fusedml runs Dask arrays of numpy or scipy.sparse blocks"
+                )
+            a = fmt.from_value(a)
         out.append(a)
     return out
 
@@ -99,9 +106,13 @@ def _fused_whole(head: _Head, *args: Any) -> Any:
     return tuple(out) if len(out) > 1 else out[0]
 
 
-def _node_block(node: Node, reduce: bool, *args: Any) -> Any:
+def _node_block(node: Node, fmt: Format | None, *args: Any) -> Any:
+    """One block of an unfused node: in the whole node's format ``fmt`` (a block's own meta
+    may differ: sparsity rules see the block's shapes), or lifted for a reduction (None)."""
     value = evaluate_node(node, _scalars(node.inputs, args))
-    return graph.lifted(value) if reduce else value
+    if fmt is None:
+        return graph.lifted(value)
+    return value if Format.of(value) is fmt else fmt.from_value(value)
 
 
 def _node_whole(head: _Head, *args: Any) -> Any:
@@ -167,19 +178,23 @@ class DaskBackend(LocalBackend):
         return self._state.place.local(local_s, split, rest, outputs, blocks)
 
     def _gather(self, inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
-        """Partitioned inputs fetched into this process, in their nodes' formats (small ones,
-        kept for the next call)."""
+        """Every Dask input fetched into this process, in its node's format: partitioned ones
+        (small: the placement rule or a missing block rule sent the step here) kept for the next
+        call, lazy small results of this call's graph fetched as they are."""
         out = []
         for node, a in zip(inputs, args, strict=True):
-            if self.axis(a) is None:
+            if not is_dask(a):
                 out.append(a)
                 continue
+            kept = self.axis(a) is not None
             with self._lock:
-                value = self._gathered.get(a.name)
+                value = self._gathered.get(a.name) if kept else None
             if value is None:
                 _stats.bump("dask_inputs_gathered")
                 (value,) = dask.compute(a, optimize_graph=False)
-                value = node.meta.format.from_value(value)  # stacked blocks: canonical again
+                if not node.meta.is_scalar:
+                    value = node.meta.format.from_value(value)  # stacked blocks: canonical
+            if kept:
                 with self._lock:
                     self._gathered[a.name] = value
                     while len(self._gathered) > self._GATHERED:
@@ -276,7 +291,7 @@ class DaskBackend(LocalBackend):
         for i, (extent, block_args) in enumerate(rows):
             if extent not in shapes:
                 shapes[extent] = nodes.block_node(node, blocked, i)
-            per_block.append([shapes[extent], reduce, *block_args])
+            per_block.append([shapes[extent], None if reduce else node.meta.format, *block_args])
         parts = g.blocks(_node_block, per_block)
         _stats.bump("dask_block_tasks", len(chunks))
         if not reduce:
