@@ -219,18 +219,15 @@ def validated(estimator, X, y="no_validation", *, reset: bool = True, y_numeric:
     which is checked on its stored values and never decompressed, or a Dask array, converted and
     persisted, checked through fusedml and never fetched) and, unless y is left out, y (None
     raises, as sklearn's check does); returns X, or (X, y)."""
-    if held_by_dask(X):
-        out = _distributed.validated(estimator, X, y, reset, y_numeric)
-        if not np.isfinite(max_abs(out if isinstance(y, str) else out[0])):
-            raise ValueError("Input X contains NaN or infinity.")
-        return out
-    if not isinstance(X, fm.CompressedMatrix):
+    dask = held_by_dask(X)
+    if not dask and not isinstance(X, fm.CompressedMatrix):
         kw = {} if isinstance(y, str) else {"y": y, "y_numeric": y_numeric}
         return validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=reset, **kw)
+    X = _distributed.persisted(X) if dask else X
     n, m = X.shape
     if n < 1 or m < 1:
         raise ValueError(f"Found array with {n} sample(s) and {m} feature(s) (shape={X.shape})")
-    if not X.all_finite():
+    if not (np.isfinite(max_abs(X)) if dask else X.all_finite()):
         raise ValueError("Input X contains NaN or infinity.")
     validate_data(estimator, X, reset=reset, skip_check_array=True)
     if isinstance(y, str):
@@ -239,6 +236,8 @@ def validated(estimator, X, y="no_validation", *, reset: bool = True, y_numeric:
         raise ValueError(
             f"{type(estimator).__name__} requires y to be passed, but the target y is None"
         )
+    if dask:
+        return X, _distributed.per_sample(y, X, "y", numeric=y_numeric)
     y = column_or_1d(check_array(y, ensure_2d=False, dtype="numeric" if y_numeric else None))
     check_consistent_length(X, y)
     return X, y

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, column_or_1d, validate_data
+from sklearn.utils.validation import check_array, column_or_1d
 
 import fusedml as fm
 
@@ -18,7 +18,7 @@ def held_by_dask(value) -> bool:
     return type(value).__module__.startswith("dask.")
 
 
-def _per_sample(v, X, what: str, numeric: bool = True):
+def per_sample(v, X, what: str, numeric: bool = True):
     """A 1-D per-sample vector (numpy or Dask) as a Dask array persisted in X's row blocks."""
     import dask.array as da
 
@@ -40,23 +40,12 @@ def _per_sample(v, X, what: str, numeric: bool = True):
     return v.rechunk((X.chunks[0],)).persist()
 
 
-def validated(estimator, X, y, reset: bool, y_numeric: bool):
-    """X converted and persisted (and y in X's row blocks), after sklearn's checks that need no
-    pass over the data; the caller checks finiteness through fusedml."""
+def persisted(X):
+    """X converted to the blocks fusedml runs on and persisted (a 2-D array)."""
     X = fm.persist(X)
     if X.ndim != 2:
         raise ValueError(f"Expected 2D array, got {X.ndim}D array instead")
-    n, d = X.shape
-    if n < 1 or d < 1:
-        raise ValueError(f"Found array with {n} sample(s) and {d} feature(s) (shape={X.shape})")
-    validate_data(estimator, X, reset=reset, skip_check_array=True)
-    if isinstance(y, str):
-        return X
-    if y is None:
-        raise ValueError(
-            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
-        )
-    return X, _per_sample(y, X, "y", numeric=y_numeric)
+    return X
 
 
 def class_codes(y):
@@ -72,7 +61,7 @@ def class_codes(y):
 def sample_weights(sample_weight, X):
     """Per-sample weights as a persisted Dask array in X's row blocks (non-negativity checked
     through fusedml)."""
-    sw = _per_sample(sample_weight, X, "sample_weight")
+    sw = per_sample(sample_weight, X, "sample_weight")
     if sw.shape[0] and float(fm.evaluate(fm.min(fm.matrix(sw)))) < 0:
         raise ValueError("Negative values in data passed to `sample_weight`")
     return sw

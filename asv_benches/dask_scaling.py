@@ -9,13 +9,17 @@ of ``--reps`` fits after a warm-up fit (kernels compiled, plans cached):
 - ``per-block``: every step forced per block (no task overhead or transfer in the cost model),
   the raw cost of running everything on the cluster.
 
+With ``--compressed`` X holds few distinct values per column (normal draws rounded to halves)
+and is compressed: per block on the workers (``fm.compress`` of the Dask array) and as one
+matrix for the in-memory path; ``MB`` is then the compressed size.
+
 The largest default size (15M x 20, 2.4 GB) does not fit one worker's memory limit (2 GiB); the
 workers' spilling thresholds are raised so that the persisted data is not spilled to disk. Also
 measured: the per-task overhead, a call's round trip and the client <-> worker transfer rate, the
 cost model's ``dask_task_s``, ``dask_round_trip_s`` and ``network_bytes_per_s``.
 
 Run: .venv/bin/python asv_benches/dask_scaling.py [--sizes 10000,100000,...] [--reps 3]
-     [--out results/dask_scaling.json]
+     [--compressed] [--out results/dask_scaling.json]
 """
 
 import argparse
@@ -43,9 +47,11 @@ PER_BLOCK = {"dask_task_s": 0.0, "dask_round_trip_s": 0.0, "network_bytes_per_s"
              "dask_local_below_bytes": 0.0}  # fmt: skip
 
 
-def _data(rows: int):
+def _data(rows: int, few_values: bool):
     chunk = min(BLOCK_ROWS, max(rows // 2, 1))
     X = da.random.default_rng(0).standard_normal((rows, COLS), chunks=(chunk, COLS))
+    if few_values:
+        X = da.round(X * 2) / 2
     eta = X @ np.linspace(-1.0, 1.0, COLS) / np.sqrt(COLS)
     labels = {"L2SVM": (eta > 0).astype(np.float64), "GLM-poisson": da.floor(2 * da.exp(eta))}
     return dask.persist(X, labels)
@@ -112,6 +118,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000,4000000,15000000")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--worker-memory", default="2GiB")
+    parser.add_argument("--compressed", action="store_true")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
@@ -136,18 +143,22 @@ def main() -> None:
               f"{'dask s':>8} {'per-block s':>11} {'dask/local':>10} "
               f"{'per-block/local':>15}")  # fmt: skip
         for rows in map(int, args.sizes.split(",")):
-            X, labels = _data(rows)
+            X, labels = _data(rows, args.compressed)
             Xl = _fetched(X)
+            mb = X.nbytes / 1e6
+            if args.compressed:
+                X, Xl = fm.compress(X).persist(), fm.compress(Xl)
+                mb = sum(fm.matrix(X).node.meta.layout[:2]) / 1e6
             for name, make in ESTIMATORS.items():
                 y = labels[name]
                 yl = _fetched(y)
                 local = _median_fit(make, Xl, yl, args.reps)
                 dist = _median_fit(make, X, y, args.reps)
                 forced = _median_fit(make, X, y, args.reps, **PER_BLOCK)
-                row = {"estimator": name, "rows": rows, "mb": X.nbytes / 1e6,
+                row = {"estimator": name, "rows": rows, "mb": mb,
                        "blocks": X.numblocks[0], "local_s": local, "dask_s": dist,
                        "per_block_s": forced,
-                       "exceeds_worker_memory": X.nbytes > limit}  # fmt: skip
+                       "exceeds_worker_memory": mb * 1e6 > limit}  # fmt: skip
                 rows_out.append(row)
                 print(f"{name:12} {rows:>10} {row['mb']:7.0f} {row['blocks']:6} {local:8.3f} "
                       f"{dist:8.3f} {forced:11.3f} {dist / local:10.2f} {forced / local:15.2f}"

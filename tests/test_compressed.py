@@ -91,6 +91,19 @@ def test_format_member_and_results():
     assert np.array_equal(x.decompress().view(np.int64), before.view(np.int64))
 
 
+def test_indexing_by_rows_and_all_or_no_columns():
+    a = sample(20, 4, 3)
+    x = cla.compressed(a, 3)
+    np.testing.assert_array_equal(x[2:9, :].decompress(), a[2:9])
+    np.testing.assert_array_equal(x[[3, 1], 0:4].decompress(), a[[3, 1]])
+    assert x[0:0, 0:0].shape == (0, 0) and x[5:7, 2:2].shape == (2, 0)
+    assert x.T[0:0, 0:0].shape == (0, 0)
+    np.testing.assert_array_equal(x.T[:, 4:9].decompress(), a[4:9].T)
+    for key in [(slice(None), slice(0, 2)), (slice(None), 1), (slice(None), slice(None, None, -1))]:
+        with pytest.raises(TypeError, match="all"):
+            x[key]
+
+
 def to_compressed(a):
     return cla.compressed(np.asarray(a), seed=int(np.asarray(a).size))
 

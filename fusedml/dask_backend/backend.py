@@ -42,8 +42,6 @@ from fusedml.runtime.backend import LocalBackend, evaluate_dag
 from fusedml.runtime.reference import Value, evaluate_node
 from fusedml.runtime.threads import one_thread
 
-_BUILT_IN = (Format.DENSE, Format.CSR)
-
 
 class _Head:
     """What every task of a step shares (one key of the graph): the operator or node, and the
@@ -62,9 +60,9 @@ def _worker_config(settings: tuple) -> config:
 def _scalars(inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
     """Block arguments as the kernels take them: floats for scalars, and every block in the
     format its array declared. Dask makes some blocks itself (empty ones are numpy arrays
-    whatever the array's meta), so numpy and CSR blocks are converted to the declared one of
-    the two; a block of any other type (Dask keeps metas of numpy or scipy.sparse types only)
-    is refused, not misread."""
+    whatever the array's meta; a rechunk concatenates blocks through numpy), so a block of
+    another format is converted to the declared one; a block no format knows is refused, not
+    misread."""
     out = []
     for node, a in zip(inputs, args, strict=True):
         if node.meta.is_scalar:
@@ -72,10 +70,10 @@ def _scalars(inputs: Sequence[Node], args: Sequence[Any]) -> list[Any]:
             continue
         fmt = node.meta.format
         if Format.of(a) is not fmt:
-            if Format.of(a) not in _BUILT_IN or fmt not in _BUILT_IN:
+            if Format.of(a) is None:
                 raise TypeError(
                     f"a Dask block is {type(a).__name__}, its array declared {fmt.name} "
-                    "blocks; fusedml runs Dask arrays of numpy or scipy.sparse blocks"
+                    "blocks; fusedml runs Dask arrays of numpy, scipy.sparse or compressed blocks"
                 )
             a = fmt.from_value(a)
         out.append(a)
@@ -191,7 +189,8 @@ class DaskBackend(LocalBackend):
                 value = self._gathered.get(a.name) if kept else None
             if value is None:
                 _stats.bump("dask_inputs_gathered")
-                (value,) = dask.compute(a, optimize_graph=False)
+                joined = graph.joinable(a) if a.npartitions > 1 else a
+                (value,) = dask.compute(joined, optimize_graph=False)
                 if not node.meta.is_scalar:
                     value = node.meta.format.from_value(value)  # stacked blocks: canonical
             if kept:
@@ -352,13 +351,17 @@ class DaskBackend(LocalBackend):
                 return out
             chunks = (rows[0],) if ndim == 1 else (rows[0], (out.shape[1],))
             return da.from_array(out, chunks=chunks, asarray=not sp.issparse(out))
+        fmt = Format.of(value)
+        if not (ndim == 2 and dtype == "float64" and fmt.elementwise_closed):
+            fmt = fmt.canonical  # as the local backend shows it (a lazy transpose: dense)
         out = value.map_blocks(
             _user_block,
             ndim,
             dtype,
+            fmt,
             dtype=np.dtype(dtype),
             drop_axis=1 if ndim == 1 else (),
-            meta=graph.empty_like(Format.of(value), ndim, dtype),
+            meta=graph.empty_like(fmt, ndim, dtype),
         )
         if ndim == 1 and dtype == "float64":
             with self._lock:
@@ -372,9 +375,11 @@ def _kind_combine(kind: Any, agg: str | None, partials: list[Any]) -> Any:
     return kind.combine(partials, agg)
 
 
-def _user_block(block: Any, ndim: int, dtype: str) -> Any:
+def _user_block(block: Any, ndim: int, dtype: str, fmt: Format) -> Any:
     if ndim == 1:
         block = Format.of(block).to_dense(block).reshape(-1)
+    elif Format.of(block) is not fmt:
+        block = fmt.from_value(Format.of(block).to_canonical(block))
     return block if dtype == "float64" else block.astype(dtype)
 
 

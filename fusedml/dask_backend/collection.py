@@ -1,7 +1,9 @@
 """Dask arrays as fusedml values: detection, conversion to row blocks of a format's values, and
-the non-zero count a plan is costed with.
+the non-zeros and layout a plan is costed with.
 
-A Dask array enters as a leaf whose format is its blocks' (numpy -> dense, scipy.sparse -> CSR).
+A Dask array enters as a leaf whose format is its blocks': the format of its ``meta``, an empty
+value of that format (numpy -> dense, scipy.sparse -> CSR, ``fm.compress`` of a Dask array ->
+compressed).
 Blocks hold whole rows: an array chunked along its columns is rechunked to one column chunk, with
 a ``RechunkWarning``. Nothing here runs before a Dask array is seen, so importing fusedml does not
 import Dask.
@@ -15,7 +17,6 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from fusedml.formats import Collection, Format
 
@@ -24,8 +25,8 @@ class RechunkWarning(UserWarning):
     """A Dask array was rechunked to blocks of whole rows."""
 
 
-def _canonical_csr(block: Any) -> sp.csr_array:
-    return Format.CSR.from_value(block, "a Dask block")
+def _in_format(block: Any, fmt: Format) -> Any:
+    return fmt.from_value(block, "a Dask block")
 
 
 def _as_float(block: np.ndarray) -> np.ndarray:
@@ -38,7 +39,7 @@ class DaskArrays(Collection):
     _NNZ_CACHE = 256
 
     def __init__(self) -> None:
-        self._nnz: OrderedDict[str, int] = OrderedDict()  # by the array's graph name
+        self._known: OrderedDict[str, tuple] = OrderedDict()  # _facts by the array's graph name
         self._converted: OrderedDict[str, None] = OrderedDict()  # names ``convert`` returned
         self._lock = threading.Lock()
         self._backend = None
@@ -48,12 +49,9 @@ class DaskArrays(Collection):
         return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
 
     def block_format(self, value: Any) -> Format | None:
+        """The format of the array's ``meta`` (an empty value of its blocks' format)."""
         meta = getattr(value, "_meta", None)
-        if sp.issparse(meta):
-            return Format.CSR
-        if isinstance(meta, np.ndarray):
-            return Format.DENSE
-        return None
+        return None if meta is None else Format.of(meta)
 
     def convert(self, value: Any, what: str) -> tuple[Format, Any]:
         fmt = self.block_format(value)
@@ -63,16 +61,16 @@ class DaskArrays(Collection):
         if fmt is None:
             raise TypeError(
                 f"{what}: a Dask array of {type(value._meta).__name__} blocks; fusedml reads "
-                "Dask arrays of numpy or scipy.sparse blocks"
+                "Dask arrays of numpy, scipy.sparse or compressed (fm.compress) blocks"
             )
         if value.dtype.kind not in "biuf":
             raise TypeError(
                 f"{what}: unsupported dtype {value.dtype}; expected a numeric (bool, int or "
                 "float) array"
             )
-        if value.ndim == 0 or value.ndim > 2 or (fmt is Format.CSR and value.ndim != 2):
+        if value.ndim == 0 or value.ndim > 2 or (fmt is not Format.DENSE and value.ndim != 2):
             raise ValueError(
-                f"{what}: expected a 1-D or 2-D Dask array (2-D for sparse blocks), got "
+                f"{what}: expected a 1-D or 2-D Dask array (2-D for {fmt.name} blocks), got "
                 f"{value.ndim}-D of shape {value.shape}"
             )
         if any(np.isnan(c) for dim in value.chunks for c in dim):
@@ -87,10 +85,11 @@ class DaskArrays(Collection):
                 stacklevel=4,
             )
             value = value.rechunk({1: -1})
-        if fmt is Format.CSR:
-            value = value.map_blocks(_canonical_csr, dtype=np.float64, meta=sp.csr_array((0, 0)))
-        elif value.dtype != np.float64:
-            value = value.map_blocks(_as_float, dtype=np.float64)
+        if fmt is Format.DENSE:
+            if value.dtype != np.float64:
+                value = value.map_blocks(_as_float, dtype=np.float64)
+        elif fmt is Format.CSR or value.dtype != np.float64:  # CSR: canonical blocks
+            value = value.map_blocks(_in_format, fmt, dtype=np.float64, meta=fmt.empty())
         with self._lock:
             self._converted[value.name] = None
             while len(self._converted) > self._NNZ_CACHE:
@@ -106,20 +105,38 @@ class DaskArrays(Collection):
         return value
 
     def nnz(self, value: Any) -> int:
-        if self.block_format(value) is not Format.CSR:
-            return int(np.prod(value.shape))
+        return self._facts(value)[0]
+
+    def layout(self, value: Any) -> tuple:
+        return self._facts(value)[1]
+
+    def _facts(self, value: Any) -> tuple[int, tuple]:
+        """(non-zeros, stacked layout): counted in one pass over the blocks (a few numbers per
+        block reach the client) once per graph name; a dense array's from its shape."""
+        fmt = self.block_format(value)
+        if fmt is Format.DENSE:
+            return int(np.prod(value.shape)), ()
         with self._lock:
-            found = self._nnz.get(value.name)
-        if found is None:  # one pass over the blocks, a number per block to the client
-            counts = value.map_blocks(
-                lambda b: np.array([[b.nnz]]), chunks=(1, 1), dtype=np.int64, meta=np.empty((0, 0))
+            found = self._known.get(value.name)
+        if found is None:
+            facts = value.map_blocks(
+                _block_facts, fmt, chunks=(1, 1), dtype=object, meta=np.empty((0, 0), object)
             )
-            found = int(counts.sum().compute(optimize_graph=False))
+            per_block = facts.compute(optimize_graph=False).ravel()
+            nnz, layouts = zip(*per_block, strict=True)
+            found = (sum(nnz), fmt.stacked_layout(list(layouts)))
             with self._lock:
-                self._nnz[value.name] = found
-                while len(self._nnz) > self._NNZ_CACHE:
-                    self._nnz.popitem(last=False)
+                self._known[value.name] = found
+                while len(self._known) > self._NNZ_CACHE:
+                    self._known.popitem(last=False)
         return found
+
+    def map_blocks(self, value: Any, fn: Any, fmt: Format) -> Any:
+        _, value = self.convert(value, "fm.compress")
+        out = value.map_blocks(fn, dtype=np.float64, meta=fmt.empty())
+        if Format.of(out._meta) is not fmt:  # Dask made the meta numpy: a wrong declaration
+            raise TypeError(f"{fmt.name} values cannot be the meta of a Dask array")
+        return out
 
     def blocks(self, value: Any) -> int:
         return len(value.chunks[0])
@@ -131,6 +148,14 @@ class DaskArrays(Collection):
 
             self._backend = DaskBackend()
         return self._backend
+
+
+def _block_facts(block: Any, fmt: Format) -> np.ndarray:
+    if Format.of(block) is not fmt:  # Dask makes empty blocks numpy
+        block = fmt.from_value(block)
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = (fmt.nnz(block), fmt.layout(block))
+    return out
 
 
 DASK_ARRAYS = Collection.register(DaskArrays())

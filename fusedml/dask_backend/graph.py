@@ -29,7 +29,9 @@ def is_dask(value: Any) -> bool:
 
 
 def empty_like(fmt: Format, ndim: int = 2, dtype: str = "float64") -> Any:
-    """The ``meta`` of a Dask array of ``fmt`` blocks."""
+    """The ``meta`` of a Dask array of ``fmt`` blocks (numpy for 1-D and non-float ones)."""
+    if ndim == 2 and dtype == "float64":
+        return fmt.empty()
     if fmt.zeros_annihilate and ndim == 2:
         return sp.csr_array((0, 0), dtype=dtype)
     return np.empty((0,) * ndim, dtype=dtype)
@@ -42,7 +44,16 @@ def aligned(value: Any, axis: int, chunks: tuple[int, ...]) -> da.Array:
         return da.from_array(value, chunks=want, asarray=not sp.issparse(value))
     if value.chunks == want:
         return value
-    return value.rechunk(want)
+    return joinable(value).rechunk(want)
+
+
+def joinable(value: da.Array) -> da.Array:
+    """``value`` with blocks Dask can cut and join (numpy-like): blocks of a format that is not
+    built in (compressed) in their canonical form."""
+    fmt = Format.of(value)
+    if fmt in (Format.DENSE, Format.CSR):
+        return value
+    return value.map_blocks(fmt.to_canonical, dtype=np.float64, meta=fmt.canonical.empty())
 
 
 def lifted(partial: Any) -> np.ndarray:
@@ -75,7 +86,7 @@ class StepGraph:
         if not is_dask(value):
             return self.literal(value)
         if value.npartitions > 1:
-            value = value.rechunk(value.shape)
+            value = aligned(value, 0, (value.shape[0],)) if value.ndim == 2 else value.rechunk(-1)
         self.deps[value.name] = value
         return (value.name,) + (0,) * value.ndim
 

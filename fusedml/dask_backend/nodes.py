@@ -85,16 +85,23 @@ def rule(node: Node, axes: Sequence[int | None], chunks_of: Sequence) -> Blocked
 
 
 def block_node(node: Node, blocked: Blocked, i: int) -> Node:
-    """The node computing block ``i``: the same op over inputs of the block's shapes."""
+    """The node computing block ``i``: the same op over inputs of the block's shapes (one
+    input twice is one placeholder twice: ``X * X`` of a compressed X stays compressed)."""
     inputs = []
+    seen: dict[tuple[Node, int | None], Node] = {}
     for k, (x, role) in enumerate(zip(node.inputs, blocked.roles, strict=True)):
-        if x.meta.is_scalar or role is WHOLE:
-            inputs.append(x if x.meta.is_scalar else placeholder(k, x.meta))
+        if x.meta.is_scalar:
+            inputs.append(x)
             continue
-        shape = _split(x.shape, role, blocked.chunks[i])
-        cells = shape[0] * shape[1]
-        nnz = min(cells, round(x.meta.nnz * cells / max(x.meta.cells, 1)))
-        inputs.append(placeholder(k, Meta(shape, nnz, x.meta.format, x.meta.dtype)))
+        if (x, role) not in seen:
+            meta = x.meta
+            if role is not WHOLE:
+                shape = _split(x.shape, role, blocked.chunks[i])
+                cells = shape[0] * shape[1]
+                nnz = min(cells, round(x.meta.nnz * cells / max(x.meta.cells, 1)))
+                meta = Meta(shape, nnz, x.meta.format, x.meta.dtype)
+            seen[x, role] = placeholder(k, meta)
+        inputs.append(seen[x, role])
     return make(blocked.block_op, tuple(inputs), **dict(node.attrs))
 
 

@@ -17,7 +17,7 @@ codegen. The rest of fusedml asks a format's traits, never which format it is:
   unfused products with it run on every core (BLAS) or on one (scipy.sparse);
 - cost: ``nbytes(meta)``, ``work_cells(meta)`` and ``stored(meta)``, the cost model's inputs,
   from the shape, non-zeros and ``layout(value)`` of a value (plans are kept per
-  ``size_class(value)``);
+  ``size_class(shape, layout)``; ``stacked_layout`` combines row blocks' layouts);
 - values: ``claims`` (detection), ``from_value`` (conversion), ``nnz``, ``to_canonical`` (the
   value the reference interpreter computes on) and ``to_dense``.
 
@@ -100,8 +100,13 @@ class Format:
         ``layout``)."""
         return ()
 
-    def size_class(self, value: Any) -> Any:
-        """A coarse class of ``layout(value)``: plans are kept per class (hashable; None)."""
+    def stacked_layout(self, layouts: list[tuple]) -> tuple:
+        """The ``layout`` of row blocks stacked, from theirs."""
+        return ()
+
+    def size_class(self, shape: tuple[int, int], layout: tuple) -> Any:
+        """A coarse class of a value's shape and ``layout``: plans are kept per class (hashable;
+        None)."""
         return None
 
     # -- values -------------------------------------------------------------------------------
@@ -132,6 +137,10 @@ class Format:
     def vstack(self, blocks: list[Any]) -> Any:
         """Consecutive row blocks of this format as one value."""
         raise NotImplementedError
+
+    def empty(self) -> Any:
+        """A 0 x 0 value (what a Dask array of such blocks keeps as its ``meta``)."""
+        return self.from_value(np.empty((0, 0)))
 
     # -- the axis -----------------------------------------------------------------------------
     @classmethod
@@ -208,6 +217,14 @@ class Collection:
     def nnz(self, value: Any) -> int:
         raise NotImplementedError
 
+    def layout(self, value: Any) -> tuple:
+        """The blocks' format's ``stacked_layout`` of the blocks' layouts."""
+        raise NotImplementedError
+
+    def map_blocks(self, value: Any, fn: Any, fmt: Format) -> Any:
+        """A lazy value of the same row blocks, each ``fn(block)``, a value of ``fmt``."""
+        raise NotImplementedError
+
     def blocks(self, value: Any) -> int:
         """The number of row blocks."""
         raise NotImplementedError
@@ -238,6 +255,12 @@ def nnz_of(fmt: Format, value: Any) -> int:
     """Stored entries of a value of ``fmt``, also when a collection holds it."""
     collection = Collection.of(value)
     return collection.nnz(value) if collection is not None else fmt.nnz(value)
+
+
+def layout_of(fmt: Format, value: Any) -> tuple:
+    """``fmt.layout`` of a value, also when a collection holds it (its blocks' stacked)."""
+    collection = Collection.of(value)
+    return collection.layout(value) if collection is not None else fmt.layout(value)
 
 
 def _check_numeric(dtype: np.dtype, what: str) -> None:
@@ -324,6 +347,9 @@ class _Csr(Format):
 
     def vstack(self, blocks: list[Any]) -> sp.csr_array:
         return sp.csr_array(sp.vstack(blocks, format="csr"))
+
+    def empty(self) -> sp.csr_array:
+        return sp.csr_array((0, 0))
 
     def to_dense(self, value: Any) -> np.ndarray:
         return value.toarray()

@@ -46,8 +46,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from fusedml.formats import to_csr, to_dense
+from fusedml.formats import Collection, to_csr, to_dense
 from fusedml.formats.compressed import (
+    COMPRESSED,
     CompressedMatrix,
     ConstGroup,
     DdcGroup,
@@ -92,9 +93,20 @@ def compress(
     input, as float64, bit for bit; it shares no memory with X. ``timings``, when given,
     receives the seconds of each phase that ran: ``"planning"`` (reading the input, the sample,
     estimates and co-coding) and ``"encoding"`` (every row, and packing the groups).
+
+    A Dask array comes back as a Dask array of compressed blocks, each compressed on its own
+    where the block lives when it is computed; a block whose compression would not pay
+    ``min_ratio`` is held as one uncompressed group (every block is of the one format, with no
+    warning from the workers). ``timings`` is not available then.
     """
     if isinstance(X, CompressedMatrix):
         return X
+    collection = Collection.of(X)
+    if collection is not None:
+        if timings is not None:
+            raise TypeError("compress: timings are not measured for blocks compressed lazily")
+        block = functools.partial(_compressed_block, cocode=cocode, seed=seed, min_ratio=min_ratio)
+        return collection.map_blocks(X, block, COMPRESSED)
     timings = {} if timings is None else timings  # the caller's, or one nobody reads
     start = time.perf_counter()
     source = _source(X)
@@ -116,6 +128,14 @@ def compress(
         why = f"the sample promised {source.nbytes / estimate:.4g}"
         return _skipped(X, "actual", source.nbytes, result.nbytes, min_ratio, why)
     return result
+
+
+def _compressed_block(block: Any, cocode: bool, seed: int, min_ratio: float) -> CompressedMatrix:
+    """One row block of a collection, compressed; held uncompressed where that would not pay."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompressionSkippedWarning)
+        out = compress(block, cocode=cocode, seed=seed, min_ratio=min_ratio)
+    return out if isinstance(out, CompressedMatrix) else COMPRESSED.from_value(to_dense(out))
 
 
 def _skipped(X: Any, which: str, nbytes: int, compressed: int, min_ratio: float, why: str) -> Any:

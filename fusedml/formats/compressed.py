@@ -271,12 +271,15 @@ class CompressedMatrix:
             _int64(np.concatenate(([0], np.cumsum([len(g.ends) for g in rle], dtype=np.int64)))),
         )
 
-    def __getitem__(self, rows: Any) -> CompressedMatrix:
-        """The rows ``rows`` (a slice, integer indices in any order, or a boolean mask) as a
-        compressed matrix of the same groups."""
-        if isinstance(rows, tuple):
-            raise TypeError("a compressed matrix is indexed by rows only: X[rows]")
-        n = self.shape[0]
+    def __getitem__(self, key: Any) -> CompressedMatrix:
+        """The rows ``key`` (a slice, integer indices in any order, or a boolean mask) as a
+        compressed matrix of the same groups; ``X[rows, cols]`` where ``cols`` is a slice of all
+        columns or of none (as Dask takes a zero-size ``meta`` and splits row blocks)."""
+        if isinstance(key, tuple):
+            rows, every_column = _split_key(key, self.shape[1])
+            out = self[rows]
+            return out if every_column else CompressedMatrix.from_groups((out.shape[0], 0), [])
+        rows, n = key, self.shape[0]
         idx = np.arange(n)[rows] if not isinstance(rows, np.ndarray | list) else rows
         idx = np.asarray(idx)
         if idx.dtype == bool:
@@ -419,6 +422,18 @@ class CompressedMatrix:
         )
 
 
+def _split_key(key: tuple, m: int) -> tuple[Any, bool]:
+    """(rows, whether every column is kept) of ``X[rows, cols]``; only all columns or none."""
+    cols = key[1] if len(key) == 2 else None
+    selected = range(m)[cols] if isinstance(cols, slice) else None
+    if selected is None or len(selected) not in (0, m) or (len(selected) and selected.step != 1):
+        raise TypeError(
+            "a compressed matrix is indexed by rows (X[rows]), or by rows and a slice of all "
+            f"its columns or of none, got {key!r}"
+        )
+    return key[0], len(selected) == m
+
+
 def _take(g: Group, idx: np.ndarray) -> Group:
     """Group ``g`` at rows ``idx`` (tuples that no selected row holds keep count 0)."""
     if isinstance(g, ConstGroup):
@@ -506,10 +521,19 @@ class _Compressed(Format):
         values = x.ddc.values.size + x.sdc.values.size + x.uc.size + x.base.size
         return (int(row_bytes), int(x.nbytes - row_bytes), int(groups), int(values))
 
-    def size_class(self, value: Any) -> Any:
+    def stacked_layout(self, layouts: list[tuple]) -> tuple:
+        """Bytes and stored values add up; a row visits the most groups any block has."""
+        if not layouts:
+            return ()
+        row_bytes, dict_bytes, groups, values = zip(*layouts, strict=True)
+        return (sum(row_bytes), sum(dict_bytes), max(groups), sum(values))
+
+    def size_class(self, shape: tuple[int, int], layout: tuple) -> Any:
         """Half-octaves of the bytes per cell and of the stored values per cell."""
-        row_bytes, dict_bytes, _, values = self.layout(value)
-        cells = max(value.shape[0] * value.shape[1], 1)
+        if not layout:
+            return None
+        row_bytes, dict_bytes, _, values = layout
+        cells = max(shape[0] * shape[1], 1)
         per_cell = (row_bytes + dict_bytes) / cells
         return tuple(round(2 * math.log2(v)) if v > 0 else None for v in (per_cell, values / cells))
 
@@ -559,6 +583,14 @@ class TransposedCompressed:
     @property
     def nnz(self) -> int:
         return self.T.nnz
+
+    def __getitem__(self, key: Any) -> TransposedCompressed:
+        """``X.T[rows, cols]`` as ``X[cols, rows].T``: ``rows`` a slice of all rows or none."""
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise TypeError(
+                f"a transposed compressed matrix is indexed as [rows, cols], got {key!r}"
+            )
+        return TransposedCompressed(self.T[key[1], key[0]])
 
     def decompress(self) -> np.ndarray:
         return self.T.decompress().T

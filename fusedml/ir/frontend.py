@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fusedml._errors import ShapeError
-from fusedml.formats import Collection, Format, nnz_of
+from fusedml.formats import Collection, Format, layout_of, nnz_of
 from fusedml.ir.build import const, data, make
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op, apply_elementwise
@@ -198,8 +198,9 @@ def user_shape(node: Node, ndim: int) -> tuple[int, ...]:
 # -- leaves ----------------------------------------------------------------------------------
 def matrix(value: Any) -> Expr:
     """Wrap numpy data (0-D, 1-D or 2-D), a scipy.sparse matrix (any format; becomes CSR), a
-    value of another registered format (``fusedml.formats.Format``) or a Dask array of numpy or
-    CSR blocks (plans over it run on Dask, see ``fusedml.dask_backend``).
+    value of another registered format (``fusedml.formats.Format``) or a Dask array of blocks of
+    one format, declared by its ``meta`` (plans over it run on Dask, see
+    ``fusedml.dask_backend``).
 
     Integer, boolean and float32 data are converted to float64.
     """
@@ -215,7 +216,7 @@ def matrix(value: Any) -> Expr:
     ir_value = value.reshape(-1, 1) if ndim == 1 else value
     blocks = collection.blocks(ir_value) if collection else 0
     nnz = nnz_of(fmt, ir_value)
-    node = data(name, ir_value.shape, fmt, nnz, fmt.layout(ir_value), blocks)
+    node = data(name, ir_value.shape, fmt, nnz, layout_of(fmt, ir_value), blocks)
     return Expr(node, ndim, {node: ir_value})
 
 

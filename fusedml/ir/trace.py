@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fusedml.formats import Collection, Format, density_decade, nnz_of
+from fusedml.formats import Collection, Format, density_decade, layout_of, nnz_of
 from fusedml.ir.frontend import Expr, as_expr, placeholder
 from fusedml.ir.node import Node
 
@@ -51,12 +51,13 @@ def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
         decade = density_decade(nnz_of(fmt, value), shape[0] * shape[1])
     collection = Collection.of(value)
     blocks = collection.blocks(value) if collection else 0
-    return ArgSpec("matrix", shape, fmt, decade, fmt.size_class(value), blocks=blocks), value
+    size_class = fmt.size_class(shape, layout_of(fmt, value))
+    return ArgSpec("matrix", shape, fmt, decade, size_class, blocks=blocks), value
 
 
 def _placeholder(name: str, spec: ArgSpec, value: Any) -> Expr:
     nnz = nnz_of(spec.format, value) if spec.format.iterates_nonzeros else None
-    layout = spec.format.layout(value) if value is not None and spec.shape else ()
+    layout = layout_of(spec.format, value) if value is not None and spec.shape else ()
     return placeholder(name, spec.shape, spec.format, nnz, layout, spec.blocks)
 
 

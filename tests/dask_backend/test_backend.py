@@ -43,6 +43,28 @@ def test_csr_blocks_and_int_data_are_converted_lazily():
         assert fm.evaluate(fm.sum(fm.matrix(ints))) == 66.0
 
 
+def test_compress_compresses_each_block_where_it_lives():
+    rng = np.random.default_rng(1)
+    A = rng.integers(0, 3, size=(3000, 4)).astype(float)
+    A[:1000, 1:] = rng.normal(size=(1000, 3))  # the first block: mostly distinct values
+    X = da.from_array(A, chunks=(1000, 4))
+    with dask.config.set(scheduler="sync"):
+        C = fm.compress(X, min_ratio=2.0)  # the first block does not pay that much
+        assert isinstance(C, da.Array) and fm.formats.Format.of(C) is fm.formats.COMPRESSED
+        blocks = [C.blocks[i].compute() for i in range(3)]
+        assert all(isinstance(b, fm.CompressedMatrix) for b in blocks)
+        assert [len(b.uc_cols) for b in blocks] == [4, 0, 0]  # held as one uncompressed group
+        assert np.array_equal(C.compute().view(np.int64), A.view(np.int64))  # bit for bit
+        c = fm.matrix(C)
+        each = [fm.matrix(b).node.meta for b in blocks]
+        assert c.node.meta.nnz == np.count_nonzero(A) == sum(m.nnz for m in each)
+        stacked = c.node.meta.layout  # bytes and values added up, the most groups of a block
+        sums = [sum(m.layout[k] for m in each) for k in range(4)]
+        assert stacked == (sums[0], sums[1], max(m.layout[2] for m in each), sums[3])
+    with pytest.raises(TypeError, match="timings"):
+        fm.compress(X, timings={})
+
+
 def test_column_chunks_are_rechunked_with_a_warning():
     dX = da.ones((6, 4), chunks=(3, 2))
     with pytest.warns(fm.RechunkWarning, match="one column chunk"):

@@ -1,6 +1,6 @@
 """The differential corpus over Dask leaves: every fusion mode gives the numpy oracle's numbers
-when the 2-D inputs are Dask arrays in one block, several even blocks, uneven blocks and CSR
-blocks, and the steps really ran per block."""
+when the 2-D inputs are Dask arrays in one block, several even blocks, uneven blocks, CSR
+blocks and compressed blocks, and the steps really ran per block."""
 
 import dask
 import dask.array as da
@@ -9,7 +9,8 @@ import scipy.sparse as sp
 from hypothesis import assume, given, settings
 
 import fusedml as fm
-from tests import exprgen
+from fusedml.formats import COMPRESSED
+from tests import cla, exprgen
 from tests.exprgen import check
 
 MODES = ("none", "hand", "fuse_all", "fuse_no_redundancy", "cost_based")
@@ -34,17 +35,31 @@ def _dask(layout: str):
     return convert
 
 
-@pytest.mark.parametrize("layout", ["one", "even", "uneven", "csr"])
+def _compressed_blocks(value):
+    """Uneven blocks, each encoded on its own with groups of every kind (``tests.cla``)."""
+    blocks = _dask("uneven")(value)
+    return blocks.map_blocks(_encoded, dtype=float, meta=COMPRESSED.empty())
+
+
+def _encoded(block):
+    return cla.compressed(block, seed=block.shape[0])
+
+
+@pytest.mark.parametrize("layout", ["one", "even", "uneven", "csr", "compressed"])
 def test_differential_corpus_with_dask_leaves(layout, fresh_stats):
     convert = _dask("even" if layout == "csr" else layout)
-    # csr: CSR leaves become Dask arrays of CSR blocks (and dense 2-D leaves of dense blocks)
+    # csr: CSR leaves become Dask arrays of CSR blocks (and dense 2-D leaves of dense blocks);
+    # compressed: dense 2-D leaves become Dask arrays of compressed blocks
     kw = {"sparse": convert, "dense": convert} if layout == "csr" else {"dense": convert}
+    if layout == "compressed":
+        kw = {"dense": _compressed_blocks}
 
     @settings(max_examples=40)
-    @given(exprgen.expressions(max_depth=4, allow_sparse=True))
+    @given(exprgen.expressions(max_depth=4, allow_sparse=layout != "compressed"))
     def corpus(case):
         tree, leaves = case
         assume(layout != "csr" or any(sp.issparse(v) for v in leaves))
+        assume(layout != "compressed" or any(v.ndim == 2 and not sp.issparse(v) for v in leaves))
         with dask.config.set(scheduler="sync"), fm.config(**DISTRIBUTE):
             for mode in MODES:
                 check(tree, leaves, fusion=mode, **kw)
