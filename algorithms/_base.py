@@ -10,6 +10,7 @@ import math
 import sys
 
 import numpy as np
+import scipy.optimize
 import scipy.sparse as sp
 from fusedml.algorithms import _distributed
 from fusedml.algorithms._distributed import held_by_dask
@@ -186,6 +187,25 @@ def weighted_square_sum(X, sw) -> float:
 # -- the intercept: SystemDS appends a ones column to X; the traced bodies take its coefficient
 # separately instead of copying X (``coefficients`` splits it off, ``linear`` and ``transposed``
 # are the two products with [X, 1], ``joined`` assembles the latter's parts).
+
+
+def lbfgs(objective, x0, max_iter: int, tol: float):
+    """scipy's L-BFGS-B minimizing ``objective(x) -> (value, gradient)`` from ``x0`` (any shape;
+    the result's ``x`` has it): stops where the largest gradient entry is at most ``tol`` (no stop
+    on a small relative decrease) or after ``max_iter`` iterations (``status`` 1)."""
+    shape = np.shape(x0)
+
+    def flat(x):
+        value, gradient = objective(x.reshape(shape))
+        return value, np.ravel(gradient)
+
+    options = {"maxiter": max_iter, "maxls": 50, "gtol": tol, "ftol": 0.0}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        result = scipy.optimize.minimize(
+            flat, np.ravel(x0), method="L-BFGS-B", jac=True, options=options
+        )
+    result.x = result.x.reshape(shape)
+    return result
 
 
 def coefficients(w, d: int) -> tuple:

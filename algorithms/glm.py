@@ -22,6 +22,7 @@ from fusedml.algorithms._base import (
     coefficients,
     in_fusion_mode,
     joined,
+    lbfgs,
     linear,
     max_row_norm,
     rescaled,
@@ -39,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
+SOLVERS = ("trust_region", "lbfgs")
 FAMILIES = {"gaussian": 0.0, "poisson": 1.0, "gamma": 2.0, "inverse_gaussian": 3.0}
 LINKS = {  # name -> (SystemDS link type, link power)
     "log": (fam.POWER_LINK, 0.0), "identity": (fam.POWER_LINK, 1.0),
@@ -76,6 +78,16 @@ def _saturated_eta(y, no, spec):
 def _gradient(X, beta, b, y, no, sw, spec):
     g_y, _ = fam.dist(fm, linear(X, beta, b), _responses(y, no), *spec)
     return transposed(X, sw * g_y, b is not None)
+
+
+@fm.jit(static_argnames=("spec",))
+def _loss_and_gradient(X, beta, b, y, no, sw, spec):
+    """[X, 1].T @ (sw * g_Y) (``transposed``'s parts), the log-likelihood sum, then the weights
+    of the records outside the domain: one pass over X when fused."""
+    eta = linear(X, beta, b)
+    total, bad = fam.log_lik(fm, eta, _responses(y, no), *spec, sw=sw)
+    g_y, _ = fam.dist(fm, eta, _responses(y, no), *spec)
+    return *transposed(X, sw * g_y, b is not None), total, *bad
 
 
 @fm.jit(static_argnames=("spec",))
@@ -119,7 +131,15 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     """Parameters follow SystemDS ``glm`` (see DESIGN.md section 3): ``family`` (dfam/vpow),
     ``link`` and ``link_power`` (link/lpow), ``var_power`` (tweedie), ``reg``, ``fit_intercept``
     (icpt 0/1), ``tol``, ``max_iter`` (moi), ``max_inner_iter`` (mii; 0 = number of columns).
-    Binomial responses are 0/1 (1 = "yes")."""
+    Binomial responses are 0/1 (1 = "yes").
+
+    ``solver``: ``"trust_region"`` (SystemDS's Fisher scoring in a trust region with inner
+    conjugate gradient; the default) or ``"lbfgs"``: scipy's L-BFGS-B on the same objective
+    divided by the total sample weight, each evaluation one fused pass over X for the
+    log-likelihood and its gradient; ``tol`` is then its gradient tolerance and ``max_iter``
+    its iteration limit, as in scikit-learn's GLMs (``reg`` = alpha * the total weight gives
+    their objective).
+    """
 
     def __init__(
         self,
@@ -132,6 +152,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         tol=1e-6,
         max_iter=200,
         max_inner_iter=0,
+        solver="trust_region",
         fusion=None,
         verbose=False,
     ):
@@ -144,6 +165,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner_iter = max_inner_iter
+        self.solver = solver
         self.fusion = fusion
         self.verbose = verbose
 
@@ -191,6 +213,8 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         spec = self._spec()
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         X, y = validated(self, X, y, y_numeric=True)
         sw = sample_weights(sample_weight, X)
         reg = float(self.reg)
@@ -227,8 +251,40 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         if row_norm == 0:
             return self._fit_null(D, evaluate)
         beta = self._initial_beta(X, D, sw, family, link, link_power, max_cg)
+        if self.solver == "lbfgs":
+            return self._lbfgs(X, y, no, sw, lam, spec, evaluate, beta)
         delta = 0.5 * math.sqrt(D) / row_norm
         return self._trust_region(X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg)
+
+    def _lbfgs(self, X, y, no, sw, lam, spec, evaluate, beta):
+        """L-BFGS-B from ``beta`` on (-loglik + penalty) / total weight."""
+        d = X.shape[1]
+        parts = 1 + (len(lam) > d)  # X.T @ G, and the ones column's sum
+        n = total_weight(sw, X.shape[0]) or 1.0  # no weight at all: the penalty alone
+
+        def objective(beta):
+            out = _loss_and_gradient(X, *coefficients(beta, d), y, no, sw, spec)
+            ll = fam.log_lik_value(out[parts], out[parts + 1 :])
+            if not np.isfinite(ll):  # outside the domain: the line search steps back
+                return np.inf, np.zeros_like(beta)
+            penalty = 0.5 * float(np.sum(lam * beta**2))
+            return (penalty - ll) / n, (lam * beta - joined(out[:parts])) / n
+
+        result = lbfgs(objective, beta, self.max_iter, self.tol)
+        ll, self.deviance_ = evaluate(result.x)
+        if not np.isfinite(ll):
+            raise ValueError(
+                "GLM found no coefficients with a finite (penalized) log-likelihood from its "
+                "starting point: the responses are outside the model's range there"
+            )
+        self.n_iter_ = int(result.nit)
+        if result.status == 1 and self.tol > 0:
+            warnings.warn(
+                f"GLM did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+        return result.x
 
     def _fit_null(self, D, evaluate):
         """No record of positive weight has a non-zero feature (and there is no intercept):

@@ -21,6 +21,7 @@ from fusedml.algorithms._base import (
     coefficients,
     in_fusion_mode,
     joined,
+    lbfgs,
     linear,
     max_row_norm,
     rescaled,
@@ -38,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
 
+SOLVERS = ("trust_region", "lbfgs")
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75  # trust-region acceptance/resizing thresholds
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
@@ -63,14 +65,26 @@ def _hessian_times(X, P, V, v, sw):
 
 @fm.jit
 def _probabilities(X, Yk, yb, B, b, sw):
+    return _probabilities_and_loss(X, Yk, yb, B, b, sw)
+
+
+def _probabilities_and_loss(X, Yk, yb, B, b, sw):
     """P of the K non-baseline classes and -sum(Y * LT) + sum(log(rowSums(exp(LT)))), each
-    record's terms weighted."""
+    record's terms weighted (in a traced body)."""
     XB = linear(X, B, b)
     top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)  # the baseline's LT is 0
     E = fm.exp(XB - top)
     total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
     loss = -fm.sum(sw * Yk * (XB - top)) + fm.sum(sw * yb * top) + fm.sum(sw * fm.log(total))
     return E / total, loss
+
+
+@fm.jit
+def _loss_and_gradient(X, Yk, yb, B, b, sw):
+    """``_probabilities``' loss and the gradient ``transposed``'s parts at B, without keeping P:
+    (X.T @ G, [ones column's sums,] loss), one pass over X when fused."""
+    P, loss = _probabilities_and_loss(X, Yk, yb, B, b, sw)
+    return *transposed(X, sw * (P - Yk), b is not None), loss
 
 
 @fm.jit
@@ -94,7 +108,14 @@ def _predict(X, W, b, output):
 
 class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Parameters follow SystemDS ``multiLogReg``: ``reg``, ``fit_intercept`` (icpt 0/1),
-    ``tol`` (relative gradient norm), ``max_iter`` (maxi), ``max_inner_iter`` (maxii; 0 = D*K)."""
+    ``tol`` (relative gradient norm), ``max_iter`` (maxi), ``max_inner_iter`` (maxii; 0 = D*K).
+
+    ``solver``: ``"trust_region"`` (SystemDS's trust-region Newton with inner conjugate
+    gradient; the default) or ``"lbfgs"``: scipy's L-BFGS-B on the same objective divided by
+    the total sample weight, each evaluation one fused pass over X for the loss and its
+    gradient; ``tol`` is then its gradient tolerance (the largest entry) and ``max_iter`` its
+    iteration limit, as in scikit-learn's ``LogisticRegression``.
+    """
 
     def __init__(
         self,
@@ -103,6 +124,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         tol=1e-6,
         max_iter=100,
         max_inner_iter=20,
+        solver="trust_region",
         fusion=None,
         verbose=False,
     ):
@@ -111,12 +133,15 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner_iter = max_inner_iter
+        self.solver = solver
         self.fusion = fusion
         self.verbose = verbose
 
     @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 0}, ("reg", "tol"))
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         X, y = validated(self, X, y)
         sw = weight_column(sample_weights(sample_weight, X))
         self.classes_, codes = class_codes(y)
@@ -131,7 +156,10 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             lam[-1] = 0.0
         classes = np.arange(len(self.classes_) - 1, dtype=np.float64)
         Yk, yb, P = _targets(np.reshape(codes, (-1, 1)), classes)
-        B = self._newton(X, Yk, yb, P, sw, lam)
+        if self.solver == "lbfgs":
+            B = self._lbfgs(X, Yk, yb, sw, lam)
+        else:
+            B = self._newton(X, Yk, yb, P, sw, lam)
         d = self.n_features_in_
         coef = np.vstack([B.T, np.zeros((1, B.shape[0]))])  # the baseline class: zeros
         self.coef_ = unscaled_coefficients(coef[:, :d], c, "MLogReg")
@@ -194,6 +222,26 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
                 stacklevel=4,
             )
         return B
+
+    def _lbfgs(self, X, Yk, yb, sw, lam):
+        """B of [X, 1] by L-BFGS-B from B = 0 on (loss + penalty) / total weight."""
+        d = X.shape[1]
+        n = total_weight(sw, X.shape[0]) or 1.0  # no weight at all: the penalty alone
+
+        def objective(B):
+            *gradient, loss = _loss_and_gradient(X, Yk, yb, *coefficients(B, d), sw)
+            value = float(loss) + 0.5 * float(np.sum(lam * B**2))
+            return value / n, (joined(gradient) + lam * B) / n
+
+        result = lbfgs(objective, np.zeros((len(lam), Yk.shape[1])), self.max_iter, self.tol)
+        self.n_iter_ = int(result.nit)
+        if result.status == 1 and self.tol > 0:
+            warnings.warn(
+                f"MLogReg did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return result.x
 
     @staticmethod
     def _trust_region_step(X, P, sw, lam, grad, norm_grad, delta, max_inner):

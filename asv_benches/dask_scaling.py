@@ -145,7 +145,7 @@ def main() -> None:
         for rows in map(int, args.sizes.split(",")):
             X, labels = _data(rows, args.compressed)
             Xl = _fetched(X)
-            mb = X.nbytes / 1e6
+            mb = dense_mb = X.nbytes / 1e6
             if args.compressed:
                 X, Xl = fm.compress(X).persist(), fm.compress(Xl)
                 mb = sum(fm.matrix(X).node.meta.layout[:2]) / 1e6
@@ -155,12 +155,12 @@ def main() -> None:
                 local = _median_fit(make, Xl, yl, args.reps)
                 dist = _median_fit(make, X, y, args.reps)
                 forced = _median_fit(make, X, y, args.reps, **PER_BLOCK)
-                row = {"estimator": name, "rows": rows, "mb": mb,
+                row = {"estimator": name, "rows": rows, "mb": mb, "dense_mb": dense_mb,
                        "blocks": X.numblocks[0], "local_s": local, "dask_s": dist,
                        "per_block_s": forced,
                        "exceeds_worker_memory": mb * 1e6 > limit}  # fmt: skip
                 rows_out.append(row)
-                print(f"{name:12} {rows:>10} {row['mb']:7.0f} {row['blocks']:6} {local:8.3f} "
+                print(f"{name:12} {rows:>10} {row['mb']:7.1f} {row['blocks']:6} {local:8.3f} "
                       f"{dist:8.3f} {forced:11.3f} {dist / local:10.2f} {forced / local:15.2f}"
                       + ("  (> one worker's memory)" if row["exceeds_worker_memory"] else ""),
                       flush=True)  # fmt: skip

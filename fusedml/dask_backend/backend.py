@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -132,8 +133,10 @@ class DaskBackend(LocalBackend):
     def __init__(self) -> None:
         self._state = threading.local()
         self._gathered: OrderedDict[str, Value] = OrderedDict()
-        # the column each 1-D result was made from (a loop passes results back in)
-        self._columns: OrderedDict[str, Any] = OrderedDict()
+        # the column each 1-D result was made from (a loop passes results back in), while the
+        # result lives: the column's blocks stay on the workers only as long as the user's array
+        self._columns: dict[str, Any] = {}
+        self._dead_columns: list[str] = []
         self._lock = threading.Lock()
 
     # -- state of one call ----------------------------------------------------------------------
@@ -160,8 +163,7 @@ class DaskBackend(LocalBackend):
 
     def bind(self, leaf: Node, value: Any) -> Value:
         if is_dask(value) and value.ndim == 1:  # a vector as the IR's column
-            with self._lock:
-                column = self._columns.get(value.name)
+            column = self._column(value.name)
             value = column if column is not None else value.reshape(-1, 1)
         value = super().bind(leaf, value)
         return self._partitioned(value, 0) if is_dask(value) else value
@@ -340,6 +342,19 @@ class DaskBackend(LocalBackend):
             out[k] = v
         return out
 
+    def _forget_column(self, name: str) -> None:
+        # run by the garbage collector, possibly inside a locked section: only noted here
+        self._dead_columns.append(name)
+
+    def _column(self, name: str, value: Any = None) -> Any:
+        """The column a 1-D result was made from (None: unknown), or note one (``value``)."""
+        with self._lock:
+            while self._dead_columns:
+                self._columns.pop(self._dead_columns.pop(), None)
+            if value is not None:
+                self._columns[name] = value
+            return self._columns.get(name)
+
     def to_user(self, value: Value, ndim: int, dtype: str, inputs: Sequence[Any]) -> Any:
         """Partitioned results stay Dask arrays (1-D vectors as numpy shows them); a row result
         computed here (a step the cost model kept local) becomes one in the row blocks of the
@@ -364,10 +379,8 @@ class DaskBackend(LocalBackend):
             meta=graph.empty_like(fmt, ndim, dtype),
         )
         if ndim == 1 and dtype == "float64":
-            with self._lock:
-                self._columns[out.name] = value
-                while len(self._columns) > self._GATHERED * 4:
-                    self._columns.popitem(last=False)
+            self._column(out.name, value)
+            weakref.finalize(out, self._forget_column, out.name)
         return out
 
 

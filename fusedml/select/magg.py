@@ -12,8 +12,11 @@ terms, aggregated, from the same ``X @ B``).
 from __future__ import annotations
 
 from fusedml.fusion.templates import CELL_AGGREGATES, TemplateType, column_aggregation
+from fusedml.ir.node import Node
 from fusedml.select.candidates import Candidate, Selection
 from fusedml.select.cost import CostModel
+
+Step = Candidate | Node  # a fused operator, or a node computed on its own
 
 MAX_AGGREGATES = 3
 MAX_ROW_OUTPUTS = 4
@@ -50,13 +53,34 @@ def _merge(ops: list[Candidate], kind: TemplateType) -> Candidate:
     return Candidate(kind, roots, nodes, inputs, any(op.aggregated for op in ops))
 
 
-def _independent(a: Candidate, b: Candidate) -> bool:
-    return not (set(a.roots) & set(b.inputs) or set(b.roots) & set(a.inputs))
+def _computed_from(b: Candidate, a: Candidate, producer: dict[Node, Step]) -> bool:
+    """Whether an input of ``b`` is computed, through the plan's steps, from a root of ``a``
+    (directly, or through unfused nodes and other operators: merging the two would make an
+    operator that waits for itself)."""
+    roots = set(a.roots)
+    stack, seen = list(b.inputs), set()
+    while stack:
+        node = stack.pop()
+        if node in roots:
+            return True
+        if node in seen:
+            continue
+        seen.add(node)
+        step = producer.get(node)
+        if step is not None:
+            stack.extend(step.inputs)
+    return False
+
+
+def _independent(a: Candidate, b: Candidate, producer: dict[Node, Step]) -> bool:
+    return not (_computed_from(a, b, producer) or _computed_from(b, a, producer))
 
 
 def build_multi_aggregates(sel: Selection, model: CostModel) -> Selection:
     # operators come in DAG order from the planner
     groups: list[tuple[TemplateType, list[Candidate]]] = []
+    producer: dict[Node, Step] = {n: n for n in sel.unfused}
+    producer.update((r, op) for op in sel.operators for r in op.roots)
     for op in sel.operators:
         kind = _group_kind(op)
         if kind is None:
@@ -66,7 +90,7 @@ def build_multi_aggregates(sel: Selection, model: CostModel) -> Selection:
                 group_kind is kind
                 and len(group) < (MAX_ROW_OUTPUTS if kind is TemplateType.ROW else MAX_AGGREGATES)
                 and _scan(group[0]) == _scan(op)
-                and all(_independent(op, g) for g in group)
+                and all(_independent(op, g, producer) for g in group)
                 and any(set(op.inputs) & set(g.inputs) for g in group)
             ):
                 merged = _merge([*group, op], kind)

@@ -1,6 +1,8 @@
 """The Dask backend's contract: Dask leaves of either format, results that stay Dask arrays,
 hybrid placement shown by ``fm.explain``, clear errors, and kernels compiled once per worker."""
 
+import gc
+
 import dask
 import dask.array as da
 import numpy as np
@@ -142,3 +144,17 @@ def test_kernels_compile_once_per_worker(client):
     Xl = X.compute()
     for result in results:
         np.testing.assert_allclose(result, (np.sqrt(Xl) * Xl + 1.5).sum(axis=0), rtol=1e-12)
+
+
+def test_a_vector_result_holds_its_blocks_only_while_it_lives():
+    from fusedml.dask_backend.collection import DASK_ARRAYS
+
+    v = da.from_array(np.arange(8.0), chunks=4)
+    with fm.config(**DISTRIBUTE), dask.config.set(scheduler="sync"):
+        out = fm.evaluate(fm.matrix(v) * 2)  # a Dask vector made from a column of the graph
+        name = out.name
+        assert DASK_ARRAYS.backend._column(name) is not None  # passed back in: that column
+        np.testing.assert_array_equal(fm.evaluate(fm.matrix(out) + 1).compute(), 2 * v + 1)
+    del out
+    gc.collect()
+    assert DASK_ARRAYS.backend._column(name) is None  # forgotten: its blocks can be released

@@ -246,3 +246,27 @@ def test_mlogreg_probabilities_and_loss_are_one_row_operator(dense):
     got_p, got_loss = fm.evaluate(exprs)
     np.testing.assert_allclose(got_p, e / tot, rtol=1e-12)
     assert got_loss == pytest.approx(want_loss, rel=1e-12)
+
+
+def test_multi_aggregates_never_merge_operators_that_feed_each_other():
+    """MLogReg's loss and gradient with an intercept on small data: one Row operator writes
+    XB - top, an unfused exp reads it and another Row operator reads that; merging the two Row
+    operators would make one operator wait for its own output."""
+    rng = np.random.default_rng(0)
+    x, yk = rng.standard_normal((203, 6)), np.eye(3)[rng.integers(0, 3, 203)]
+    X, B, b = fm.matrix(x), fm.matrix(rng.standard_normal((6, 2)) * 0.1), fm.matrix(np.ones((1, 2)))
+    Yk, yb = fm.matrix(yk[:, :2]), fm.matrix(yk[:, 2:])
+    XB = X @ B + b
+    top = fm.maximum(fm.max(XB, axis=1, keepdims=True), 0.0)
+    E = fm.exp(XB - top)
+    total = fm.sum(E, axis=1, keepdims=True) + fm.exp(-top)
+    loss = -fm.sum(Yk * (XB - top)) + fm.sum(yb * top) + fm.sum(fm.log(total))
+    G = E / total - Yk
+    exprs = (X.T @ G, fm.sum(G, axis=0), loss)
+    want = fm.evaluate(exprs, fusion="none")
+    with fm.config(dispatch_s=0.0, compile_s=0.0):
+        plan = fm.explain(exprs, fusion="cost_based")
+        assert len(plan.schedule) == len(plan.operators) + len(plan.unfused)
+        got = fm.evaluate(exprs, fusion="cost_based")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
