@@ -189,6 +189,75 @@ def weighted_square_sum(X, sw) -> float:
 # are the two products with [X, 1], ``joined`` assembles the latter's parts).
 
 
+# trust-region Newton (Lin, Weng, Keerthi 2008; SystemDS's multiLogReg, liblinear's TRON): a step
+# is taken when rho = actual / predicted decrease > ETA0; the radius follows the SIGMAs
+ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
+SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+
+
+def trust_radius(delta: float, rho: float, change: float, gs: float, snorm: float) -> float:
+    """The next trust radius after a step of norm ``snorm`` that changed the objective by
+    ``change`` where the gradient predicted ``gs`` (g's inner product with the step)."""
+    curvature = change - gs
+    alpha = SIGMA3 if curvature <= 0 else max(SIGMA1, -0.5 * gs / curvature)
+    if rho < ETA0:
+        return min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+    if rho < ETA1:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+    if rho < ETA2:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+    return max(delta, min(alpha * snorm, SIGMA3 * delta))
+
+
+def steihaug(hessian_times, g, beta, lam, delta, max_cg):
+    """Steihaug's truncated CG: approximately minimize 0.5 z'(H + diag(lam))z + (g + lam*beta)'z
+    over ||z|| <= delta, with H z = ``hessian_times(z)`` (g: the data term's gradient at beta):
+    (z, the model's change there (negative: a predicted decrease), whether the boundary was
+    reached)."""
+    delta2 = delta * delta  # not **: Python raises OverflowError where * gives inf
+    z = np.zeros_like(g)
+    g_reg = g + lam * beta
+    r = g_reg.copy()
+    p = -r
+    rr = float(r @ r)
+    eps = rr * min(0.25, math.sqrt(rr))
+    if rr < eps:
+        return z, 0.0, False
+    for i in range(1, max_cg + 1):
+        q = lam * p + hessian_times(p)
+        pq = float(p @ q)
+        if pq <= 0:
+            pp = float(p @ p)
+            if pp > 0:
+                z, change = _boundary_point(g_reg, z, p, q, r, pp, pq, delta2)
+                return z, change, True
+            return z, 0.5 * float(z @ (r + g_reg)), False
+        alpha = rr / pq
+        new_z = z + alpha * p
+        if float(new_z @ new_z) >= delta2:
+            z, change = _boundary_point(g_reg, z, p, q, r, float(p @ p), pq, delta2)
+            return z, change, True
+        z = new_z
+        old, r = rr, r + alpha * q
+        rr = float(r @ r)
+        if i == max_cg or rr < eps:
+            return z, 0.5 * float(z @ (r + g_reg)), False
+        p = -r + (rr / old) * p
+    return z, 0.5 * float(z @ (r + g_reg)), False
+
+
+def _boundary_point(g, z, p, q, r, pp, pq, delta2):
+    """The point z + tau * p on the trust boundary with the smaller model value."""
+    zz, pz = float(z @ z), float(p @ z)
+    root = math.sqrt(max(pz * pz - pp * (zz - delta2), 0.0))  # z is inside: >= 0 but for rounding
+    tau1, tau2 = (-pz + root) / pp, (-pz - root) / pp
+    zq, gp = float(z @ q), float(g @ p)
+    extra = 0.5 * float(z @ (r + g))
+    f1 = extra + (0.5 * tau1 * pq + zq + gp) * tau1
+    f2 = extra + (0.5 * tau2 * pq + zq + gp) * tau2
+    return z + (tau1 if f1 < f2 else tau2) * p, min(f1, f2)
+
+
 def lbfgs(objective, x0, max_iter: int, tol: float):
     """scipy's L-BFGS-B minimizing ``objective(x) -> (value, gradient)`` from ``x0`` (any shape;
     the result's ``x`` has it): stops where the largest gradient entry is at most ``tol`` (no stop

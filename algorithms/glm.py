@@ -27,6 +27,7 @@ from fusedml.algorithms._base import (
     max_row_norm,
     rescaled,
     sample_weights,
+    steihaug,
     total_weight,
     transposed,
     unscaled_coefficients,
@@ -327,7 +328,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
                     def hessian_times(p, at=at):
                         return joined(_hessian_times(X, *at, y, no, sw, *coefficients(p, d), spec))
 
-                z, predicted, reached = self._steihaug(hessian_times, g, beta, lam, delta, max_cg)
+                z, predicted, reached = steihaug(hessian_times, g, beta, lam, delta, max_cg)
                 new_beta = beta + z
                 new_ll, new_dev = evaluate(new_beta)
                 change = new_ll - log_l
@@ -396,41 +397,6 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         scale = float(col_sums @ z)
         return (n / scale) * z if scale else z  # degenerate X: start from zero
 
-    @staticmethod
-    def _steihaug(hessian_times, g, beta, lam, delta, max_cg):
-        """Approximately minimize 0.5 z'(X'WX + diag(lam))z + (g + lam*beta)'z, ||z|| <= delta:
-        (z, predicted decrease of -loglik, whether the boundary was reached)."""
-        delta2 = delta * delta  # not **: Python raises OverflowError where * gives inf
-        z = np.zeros_like(g)
-        g_reg = g + lam * beta
-        r = g_reg.copy()
-        p = -r
-        rr = float(r @ r)
-        eps = rr * min(0.25, math.sqrt(rr))
-        if rr < eps:
-            return z, 0.0, False
-        for i in range(1, max_cg + 1):
-            q = lam * p + hessian_times(p)
-            pq = float(p @ q)
-            if pq <= 0:
-                pp = float(p @ p)
-                if pp > 0:
-                    z, change = _boundary_point(g_reg, z, p, q, r, pp, pq, delta2)
-                    return z, change, True
-                return z, 0.5 * float(z @ (r + g_reg)), False
-            alpha = rr / pq
-            new_z = z + alpha * p
-            if float(new_z @ new_z) >= delta2:
-                z, change = _boundary_point(g_reg, z, p, q, r, float(p @ p), pq, delta2)
-                return z, change, True
-            z = new_z
-            old, r = rr, r + alpha * q
-            rr = float(r @ r)
-            if i == max_cg or rr < eps:
-                return z, 0.5 * float(z @ (r + g_reg)), False
-            p = -r + (rr / old) * p
-        return z, 0.5 * float(z @ (r + g_reg)), False
-
     @in_fusion_mode
     def predict(self, X):
         """The mean response (binomial: the probability of 1)."""
@@ -445,15 +411,3 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         if family == fam.BINOMIAL:
             return d2_log_loss_score(y, np.column_stack([1 - mu, mu]), sample_weight=sample_weight)
         return d2_tweedie_score(y, mu, sample_weight=sample_weight, power=var_power)
-
-
-def _boundary_point(g, z, p, q, r, pp, pq, delta2):
-    """The point z + tau * p on the trust boundary with the smaller model value."""
-    zz, pz = float(z @ z), float(p @ z)
-    root = math.sqrt(max(pz * pz - pp * (zz - delta2), 0.0))  # z is inside: >= 0 but for rounding
-    tau1, tau2 = (-pz + root) / pp, (-pz - root) / pp
-    zq, gp = float(z @ q), float(g @ p)
-    extra = 0.5 * float(z @ (r + g))
-    f1 = extra + (0.5 * tau1 * pq + zq + gp) * tau1
-    f2 = extra + (0.5 * tau2 * pq + zq + gp) * tau2
-    return z + (tau1 if f1 < f2 else tau2) * p, min(f1, f2)

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 from fusedml.algorithms._base import (
+    ETA0,
     FusedEstimatorMixin,
     as_float_matrix,
     class_codes,
@@ -24,8 +25,10 @@ from fusedml.algorithms._base import (
     linear,
     rescaled,
     sample_weights,
+    steihaug,
     take,
     transposed,
+    trust_radius,
     unscaled_coefficients,
     validated,
 )
@@ -79,6 +82,23 @@ def _update(X, Y, sw, Xw, Xd, step, intercept):
 
 
 @fm.jit
+def _loss_and_gradient(X, w, b, Y, sw, intercept):
+    """The data term 1/2 sum(sw * hinge**2) and minus its gradient, [X, 1].T @ (sw * hinge * Y),
+    in parts, at w: one pass over X when fused."""
+    out = 1 - Y * linear(X, w, b)
+    out = (out > 0) * out
+    return 0.5 * fm.sum(sw * out * out), *transposed(X, sw * out * Y, intercept)
+
+
+@fm.jit
+def _hessian_times(X, w, b, Y, sw, p, q, intercept):
+    """The data term's (generalized) Hessian at w times p: [X, 1].T @ (sw * active * [X, 1] @ p),
+    the active records those with a positive hinge (recomputed per row, never stored)."""
+    active = (1 - Y * linear(X, w, b)) > 0
+    return transposed(X, sw * active * linear(X, p, q), intercept)
+
+
+@fm.jit
 def _scores(X, W, b):
     """One column per one-vs-rest problem; binary: 1-D."""
     S = X @ W + b
@@ -101,10 +121,20 @@ def _squared_norm_ratio(a, b) -> float:
     return float(a @ a) / float(b @ b)
 
 
+SOLVERS = ("cg", "newton")
+
+
 class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
     """Parameters follow SystemDS ``l2svm``: ``reg`` (lambda), ``fit_intercept`` (intercept),
     ``tol`` (epsilon: line-search and outer tolerance), ``max_iter`` (maxIterations) and
-    ``max_inner_iter`` (maxii)."""
+    ``max_inner_iter`` (maxii).
+
+    ``solver``: ``"cg"`` (SystemDS's nonlinear conjugate gradient with a Newton line search; the
+    default) or ``"newton"``: trust-region Newton with inner conjugate gradient on the primal, as
+    liblinear's solver for this loss, each gradient and each Hessian-vector product one fused
+    pass over X; ``tol`` is then the gradient norm relative to its norm at w = 0 and
+    ``max_inner_iter`` the conjugate-gradient steps per iteration.
+    """
 
     def __init__(
         self,
@@ -113,6 +143,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         tol=1e-3,
         max_iter=100,
         max_inner_iter=20,
+        solver="cg",
         fusion=None,
         verbose=False,
     ):
@@ -121,12 +152,15 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.max_inner_iter = max_inner_iter
+        self.solver = solver
         self.fusion = fusion
         self.verbose = verbose
 
     @in_fusion_mode
     def fit(self, X, y, sample_weight=None):
         self._check_numbers({"max_iter": 1, "max_inner_iter": 1}, ("reg", "tol"))
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         X, y = validated(self, X, y)
         sw = sample_weights(sample_weight, X)
         self.classes_, codes = class_codes(y)
@@ -141,7 +175,11 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             lam[-1] = reg  # the ones column is not rescaled
         fits = []  # (w, iterations) per one-vs-rest problem; binary: classes_[1] against [0]
         for positive in [1] if len(self.classes_) == 2 else range(len(self.classes_)):
-            fits.append(self._fit_binary(X, *_labels(codes, positive), sw, lam))
+            Y, Xw = _labels(codes, positive)
+            if self.solver == "newton":
+                fits.append(self._newton(X, Y, sw, lam))
+            else:
+                fits.append(self._fit_binary(X, Y, Xw, sw, lam))
         W = np.array([w for w, _ in fits])  # (classes or 1, features [+ 1])
         d = self.n_features_in_
         self.coef_ = unscaled_coefficients(W[:, :d], c, "L2SVM")
@@ -178,6 +216,49 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             if not np.any(s):
                 return w, it  # a stationary point
         if tol > 0:
+            warnings.warn(
+                f"L2SVM did not converge in max_iter={self.max_iter} iterations",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return w, self.max_iter
+
+    def _newton(self, X, Y, sw, lam):
+        """(w, iterations) for the labels Y (+-1) by trust-region Newton from w = 0."""
+        d = X.shape[1]
+        intercept = len(lam) > d
+
+        def at(w):  # (objective, the data term's gradient)
+            loss, *parts = _loss_and_gradient(X, *coefficients(w, d), Y, sw, intercept)
+            return float(loss) + 0.5 * float(np.sum(lam * w * w)), -joined(parts)
+
+        w = np.zeros(len(lam))
+        obj, g = at(w)
+        norm0 = float(np.linalg.norm(g))
+        delta = norm0
+        for it in range(1, self.max_iter + 1):
+            if not norm0 or np.linalg.norm(g + lam * w) <= self.tol * norm0:
+                return w, it - 1
+
+            def hessian_times(p, w=w):
+                return joined(_hessian_times(X, *coefficients(w, d), Y, sw,
+                                             *coefficients(p, d), intercept))  # fmt: skip
+
+            z, predicted, _ = steihaug(hessian_times, g, w, lam, delta, self.max_inner_iter)
+            obj_new, g_new = at(w + z)
+            change = obj_new - obj
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rho = np.float64(change) / predicted  # 0/0: no step
+            snorm = float(np.linalg.norm(z))
+            if it == 1:
+                delta = min(delta, snorm)
+            delta = trust_radius(delta, rho, change, float((g + lam * w) @ z), snorm)
+            self._log(f"iter {it}: objective {obj_new:.10g}, rho {rho:.3g}")
+            if rho > ETA0:
+                w, obj, g = w + z, obj_new, g_new
+            if not predicted < 0 or abs(change) <= 1e-12 * abs(obj):
+                return w, it  # no decrease left to find at float64's precision
+        if self.tol > 0:
             warnings.warn(
                 f"L2SVM did not converge in max_iter={self.max_iter} iterations",
                 ConvergenceWarning,

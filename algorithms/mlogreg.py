@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 from fusedml.algorithms._base import (
+    ETA0,
     FusedEstimatorMixin,
     as_float_matrix,
     class_codes,
@@ -29,6 +30,7 @@ from fusedml.algorithms._base import (
     take,
     total_weight,
     transposed,
+    trust_radius,
     unscaled_coefficients,
     validated,
     weight_column,
@@ -40,8 +42,6 @@ from sklearn.utils.validation import check_is_fitted
 import fusedml as fm
 
 SOLVERS = ("trust_region", "lbfgs")
-ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75  # trust-region acceptance/resizing thresholds
-SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 PSI = 0.1  # inner CG stops at ||r|| <= PSI * ||gradient||
 
 
@@ -196,16 +196,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             snorm = float(np.sqrt(np.sum(S**2)))
             if it == 1:
                 delta = min(delta, snorm)
-            alpha2 = obj_new - obj - gs
-            alpha = SIGMA3 if alpha2 <= 0 else max(SIGMA1, -0.5 * gs / alpha2)
-            if rho < ETA0:
-                delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
-            elif rho < ETA1:
-                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
-            elif rho < ETA2:
-                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
-            else:
-                delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+            delta = trust_radius(delta, rho, obj_new - obj, gs, snorm)
             if rho > ETA0:
                 B, P, obj = B_new, P_new, obj_new
                 grad = joined(_gradient(X, P, Yk, sw, intercept)) + lam * B

@@ -18,11 +18,12 @@ SOLVERS = ("trust_region", "lbfgs")
 RTOL = {"trust_region": 1e-6, "lbfgs": 1e-5}
 
 
-def test_l2svm_equals_linearsvc_squared_hinge():
+@pytest.mark.parametrize("solver", ["cg", "newton"])
+def test_l2svm_equals_linearsvc_squared_hinge(solver):
     d = data_file(DENSE)
     X, y = d["X"], d["y_l2svm"]
     reg = 1.0  # ours: 1/2 sum(hinge^2) + reg/2 ||w||^2  ==  LinearSVC with C = 1 / (2 reg), / reg
-    ours = L2SVM(reg=reg, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y)
+    ours = L2SVM(reg=reg, tol=1e-14, max_iter=2000, max_inner_iter=100, solver=solver).fit(X, y)
     ref = LinearSVC(C=1 / (2 * reg), loss="squared_hinge", fit_intercept=False, tol=1e-12,
                     max_iter=100_000, dual=False).fit(X, y)  # fmt: skip
     assert max_rel(ours.coef_, ref.coef_) <= 1e-4
@@ -89,11 +90,13 @@ def _weights(n):
     return np.random.default_rng(7).choice([0.0, 0.5, 1.0, 3.0], size=n)
 
 
-def test_weighted_l2svm_equals_weighted_linearsvc():
+@pytest.mark.parametrize("solver", ["cg", "newton"])
+def test_weighted_l2svm_equals_weighted_linearsvc(solver):
     d = data_file(DENSE)
     X, y = d["X"], d["y_l2svm"]
     sw = _weights(len(y))
-    ours = L2SVM(reg=1.0, tol=1e-14, max_iter=2000, max_inner_iter=100).fit(X, y, sample_weight=sw)
+    ours = L2SVM(reg=1.0, tol=1e-14, max_iter=2000, max_inner_iter=100, solver=solver)
+    ours.fit(X, y, sample_weight=sw)
     ref = LinearSVC(C=0.5, fit_intercept=False, tol=1e-12, max_iter=100_000, dual=False)
     ref.fit(X, y, sample_weight=sw)
     assert max_rel(ours.coef_, ref.coef_) <= 1e-4

@@ -88,6 +88,8 @@ def _fits():
                      id="MLogReg"),
         pytest.param(GLM(max_iter=4), X, counts, "coef_", id="GLM"),
         pytest.param(GLM(max_iter=4), S, counts, "coef_", id="GLM-csr"),
+        pytest.param(L2SVM(max_iter=3, fit_intercept=True, solver="newton"), X, y, "coef_",
+                     id="L2SVM-newton"),
         pytest.param(GLM(max_iter=4, solver="lbfgs"), X, counts, "coef_", id="GLM-lbfgs"),
         pytest.param(MLogReg(max_iter=4, fit_intercept=True, solver="lbfgs"), X,
                      y + (X[:, 0] > 0), "coef_", id="MLogReg-lbfgs"),
