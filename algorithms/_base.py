@@ -8,12 +8,14 @@ import contextlib
 import functools
 import math
 import sys
+import warnings
 
 import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 from fusedml.algorithms import _distributed
 from fusedml.algorithms._distributed import held_by_dask
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -45,6 +47,14 @@ class FusedEstimatorMixin:
         if self.fusion is None:
             return contextlib.nullcontext()
         return fm.config(fusion=self.fusion)
+
+    def _warn_unconverged(self, stacklevel: int) -> None:
+        """A ``ConvergenceWarning``: ``max_iter`` iterations ended before the tolerance was met."""
+        warnings.warn(
+            f"{type(self).__name__} did not converge in max_iter={self.max_iter} iterations",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
 
     def _log(self, message: str) -> None:
         if self.verbose:

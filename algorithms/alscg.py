@@ -11,7 +11,6 @@ product never exists.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from fusedml.algorithms._base import (
@@ -26,7 +25,6 @@ from fusedml.algorithms._base import (
     validated,
 )
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -165,11 +163,7 @@ class ALSCG(FusedEstimatorMixin, TransformerMixin, BaseEstimator):
         with np.errstate(over="ignore"):  # the loss of huge ratings may exceed float64
             self.initial_loss_, self.loss_curve_ = initial / c / c, np.array(curve) / c / c
         if self.check_loss and not converged and self.tol > 0:
-            warnings.warn(
-                f"ALSCG did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            self._warn_unconverged(stacklevel=4)
         return self
 
     def _initial_factors(self, name, given, rows, rng, root):

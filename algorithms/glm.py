@@ -12,7 +12,6 @@ the last iteration's candidate.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from fusedml.algorithms import _glm_family as fam
@@ -35,7 +34,6 @@ from fusedml.algorithms._base import (
     weight_column,
 )
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import d2_log_loss_score, d2_tweedie_score
 from sklearn.utils.validation import check_is_fitted
 
@@ -280,11 +278,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             )
         self.n_iter_ = int(result.nit)
         if result.status == 1 and self.tol > 0:
-            warnings.warn(
-                f"GLM did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=5,
-            )
+            self._warn_unconverged(stacklevel=6)
         return result.x
 
     def _fit_null(self, D, evaluate):
@@ -350,11 +344,7 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
             )
         self.n_iter_ = it
         if code == 2 and self.tol > 0:
-            warnings.warn(
-                f"GLM did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=5,
-            )
+            self._warn_unconverged(stacklevel=6)
         if np.isfinite(new_ll):
             self.deviance_ = new_dev
             return new_beta  # SystemDS returns the last candidate

@@ -11,7 +11,6 @@ one-vs-rest.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from fusedml.algorithms._base import (
@@ -33,7 +32,6 @@ from fusedml.algorithms._base import (
     validated,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
@@ -216,11 +214,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             if not np.any(s):
                 return w, it  # a stationary point
         if tol > 0:
-            warnings.warn(
-                f"L2SVM did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+            self._warn_unconverged(stacklevel=5)
         return w, self.max_iter
 
     def _newton(self, X, Y, sw, lam):
@@ -259,11 +253,7 @@ class L2SVM(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             if not predicted < 0 or abs(change) <= 1e-12 * abs(obj):
                 return w, it  # no decrease left to find at float64's precision
         if self.tol > 0:
-            warnings.warn(
-                f"L2SVM did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+            self._warn_unconverged(stacklevel=5)
         return w, self.max_iter
 
     def _line_search(self, Y, sw, Xw, Xd, wd, dd, tol):

@@ -11,7 +11,6 @@ loop, the objective with the new probabilities, and the gradient.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from fusedml.algorithms._base import (
@@ -36,7 +35,6 @@ from fusedml.algorithms._base import (
     weight_column,
 )
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
@@ -207,11 +205,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
             converged = norm_grad <= self.tol * norm_grad0 or (not boundary and small_change)
         self.n_iter_ = it - 1
         if not converged and self.tol > 0:
-            warnings.warn(
-                f"MLogReg did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+            self._warn_unconverged(stacklevel=5)
         return B
 
     def _lbfgs(self, X, Yk, yb, sw, lam):
@@ -227,11 +221,7 @@ class MLogReg(FusedEstimatorMixin, ClassifierMixin, BaseEstimator):
         result = lbfgs(objective, np.zeros((len(lam), Yk.shape[1])), self.max_iter, self.tol)
         self.n_iter_ = int(result.nit)
         if result.status == 1 and self.tol > 0:
-            warnings.warn(
-                f"MLogReg did not converge in max_iter={self.max_iter} iterations",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+            self._warn_unconverged(stacklevel=5)
         return result.x
 
     @staticmethod

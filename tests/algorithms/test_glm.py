@@ -42,24 +42,6 @@ def test_every_fusion_mode_gives_the_same_model(to_format):
             assert max_rel(model.coef_, base.coef_) <= 1e-6, mode
 
 
-def test_lbfgs_gives_the_same_model_in_every_fusion_mode_and_format():
-    run = runs("glm")[0]
-    X, y, _ = load(run)
-    X = np.round(X * 2) / 2  # few distinct values: a compressed matrix of DDC groups
-    kwargs = {**run["estimator"]["kwargs"], "solver": "lbfgs", "max_iter": 6, "tol": 0.0}
-    base = GLM(**kwargs, fusion="none").fit(X, y)
-    assert base.n_iter_ == 6
-    for to_format in (*FORMATS, fm.compress):
-        for mode in fm.FUSION_MODES:
-            model = GLM(**kwargs, fusion=mode).fit(to_format(X), y)
-            assert max_rel(model.coef_, base.coef_) <= 1e-9, (to_format.__name__, mode)
-
-
-def test_unknown_solver_is_refused():
-    with pytest.raises(ValueError, match="solver must be one of"):
-        GLM(solver="newton").fit(np.eye(3), np.ones(3))
-
-
 # one run per family and link: the others repeat the same kernels (compile time is CI time)
 @pytest.mark.parametrize(
     "run", [r for r in runs("glm") if r["name"].endswith("dense_fixed")], ids=lambda r: r["name"]

@@ -34,20 +34,3 @@ def test_every_fusion_mode_gives_the_same_model(to_format, weighted):
     for mode in fm.FUSION_MODES[1:]:
         model = L2SVM(max_iter=15, tol=0.0, fusion=mode).fit(X, y, sample_weight=sw)
         assert max_rel(model.coef_, base.coef_) <= 1e-6, mode
-
-
-def test_newton_gives_the_same_model_in_every_fusion_mode_and_format():
-    X, y, _ = load(runs("l2svm")[0])
-    X = np.round(X * 2) / 2  # few distinct values: a compressed matrix of DDC groups
-    kwargs = {"solver": "newton", "max_iter": 3, "tol": 0.0, "fit_intercept": True}
-    base = L2SVM(**kwargs, fusion="none").fit(X, y)
-    assert base.n_iter_ == 3
-    for to_format in (*FORMATS, fm.compress):
-        for mode in fm.FUSION_MODES:
-            model = L2SVM(**kwargs, fusion=mode).fit(to_format(X), y)
-            assert max_rel(model.coef_, base.coef_) <= 1e-9, (to_format.__name__, mode)
-
-
-def test_unknown_solver_is_refused():
-    with pytest.raises(ValueError, match="solver must be one of"):
-        L2SVM(solver="lbfgs").fit(np.eye(3), [0, 1, 1])
