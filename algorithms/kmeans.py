@@ -86,11 +86,17 @@ def _balanced(X, C):
 class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Parameters follow SystemDS ``kmeans``: ``n_clusters`` (k), ``n_init`` (runs),
     ``max_iter`` (per run), ``tol`` (eps: relative WCSS decrease), ``sample_size_per_centroid``
-    (avg_sample_size_per_centroid) and ``random_state`` (seed; a different generator)."""
+    (avg_sample_size_per_centroid) and ``random_state`` (seed; a different generator).
+
+    ``init`` (not in SystemDS) gives the initial centroids as scikit-learn's does: None seeds
+    each run as SystemDS does; an array of shape (n_clusters, n_features) starts one run there
+    (a RuntimeWarning if ``n_init`` asks for more); a callable ``init(X, n_clusters,
+    random_state)`` returning such an array seeds each run."""
 
     def __init__(
         self,
         n_clusters=10,
+        init=None,
         n_init=10,
         max_iter=1000,
         tol=1e-6,
@@ -100,6 +106,7 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         verbose=False,
     ):
         self.n_clusters = n_clusters
+        self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -125,12 +132,17 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 f"n_clusters={self.n_clusters} needs at least as many samples of positive weight"
             )
         rng = check_random_state(self.random_state)
+        runs = self._runs()
+        user_X = X
         sw_column = weight_column(sw)
         X, scale = rescaled(X, 0.0)  # the centroids found on scale * X, by scale
         sum_x2 = weighted_square_sum(X, sw)
         results = []
-        for run in range(self.n_init):
-            C = self._seed(X, sw, rng)
+        for run in range(runs):
+            if self.init is None:
+                C = self._seed(X, sw, rng)
+            else:
+                C = self._initial_centroids(user_X, rng) * scale
             results.append(self._lloyd(X, sw_column, C, sum_x2, run))
         converged = [r for r in results if r[0] == 1]
         if not converged:
@@ -157,6 +169,30 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 stacklevel=3,
             )
         return self
+
+    def _runs(self) -> int:
+        if self.init is None or callable(self.init) or self.n_init == 1:
+            return self.n_init
+        warnings.warn(  # as sklearn's KMeans
+            "Explicit initial center position passed: performing only one init in KMeans "
+            f"instead of n_init={self.n_init}.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return 1
+
+    def _initial_centroids(self, X, rng) -> np.ndarray:
+        """``init``'s centroids (an array, or a callable's result) as a checked float array."""
+        given = self.init(X, self.n_clusters, rng) if callable(self.init) else self.init
+        C = np.array(given, dtype=np.float64)  # a copy: the user's array is never changed
+        if C.shape != (self.n_clusters, X.shape[1]):
+            raise ValueError(
+                f"init should be of shape (n_clusters, n_features) = "
+                f"{(self.n_clusters, X.shape[1])}, got {C.shape}"
+            )
+        if not np.all(np.isfinite(C)):
+            raise ValueError("init's centroids must be finite")
+        return C
 
     def _seed(self, X, sw, rng):
         """k-means++ on a random sample (all rows if the sample would not be smaller); records

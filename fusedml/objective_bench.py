@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import sklearn.cluster
 import sklearn.linear_model
 import sklearn.svm
 from sklearn.datasets import load_digits
 
 from fusedml._timing import interleaved_median_seconds
-from fusedml.algorithms import GLM, L2SVM, MLogReg
+from fusedml.algorithms import GLM, L2SVM, KMeans, MLogReg
 from fusedml.datasets import estimator_data
 
 RTOL = 1e-6
@@ -59,10 +60,28 @@ def mlogreg_objective(X, y, coef) -> float:
     return -float(log_p[np.arange(len(y)), codes].sum()) + 0.5 * REG * float(np.sum(coef**2))
 
 
+def kmeans_objective(X, y, centers) -> float:
+    """The inertia: every record's squared distance to its nearest center, summed."""
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.sum(X * X, 1)
+    D = sq[:, None] - 2.0 * _scores(X, centers.T) + np.sum(centers * centers, axis=1)
+    return float(np.sum(np.maximum(D.min(axis=1), 0.0)))
+
+
+CLUSTERS = 10
+
+
+def first_centers(X, n_clusters, random_state=None):
+    """The same initial centers for both KMeans (scikit-learn's callable ``init`` protocol):
+    ``n_clusters`` records drawn with a fixed seed, dense."""
+    rows = np.random.default_rng(0).choice(X.shape[0], n_clusters, replace=False)
+    C = X[np.sort(rows)]
+    return C.toarray() if sp.issparse(C) else np.array(C)
+
+
 @dataclass(frozen=True)
 class Race:
     """One estimator's race: ``ours(solver, max_iter)``, scikit-learn's equivalent and the
-    objective of a fitted model's ``coef_``."""
+    objective of a fitted model's ``attribute`` (its coefficients or centers)."""
 
     ours: Callable[[str, int], Any]
     sklearn: Callable[[int], Any]  # n_samples -> estimator
@@ -70,6 +89,7 @@ class Race:
     labels: str  # estimator_data's label kind
     solvers: tuple[str, ...]
     own_objective: bool = False
+    attribute: str = "coef_"
 
 
 RACES = {
@@ -92,6 +112,15 @@ RACES = {
         lambda n: sklearn.linear_model.LogisticRegression(C=1 / REG, fit_intercept=False),
         mlogreg_objective, "multiclass", ("default", "lbfgs"), own_objective=True,
     ),
+    # Lloyd from the same centers; fusedml's max_iter counts the evaluated centroids (one more
+    # than scikit-learn's updates)
+    "KMeans": Race(
+        lambda s, k: KMeans(n_clusters=CLUSTERS, init=first_centers, n_init=1, max_iter=k,
+                            tol=0.0),
+        lambda n: sklearn.cluster.KMeans(CLUSTERS, init=first_centers, n_init=1,
+                                         algorithm="lloyd"),
+        kmeans_objective, "binary", ("default",), attribute="cluster_centers_",
+    ),
 }  # fmt: skip
 
 
@@ -109,7 +138,7 @@ def data(name: str, kind: str, scale: float):
 
 
 def _objective_of(race: Race, X, y, model) -> float:
-    return race.objective(X, y, model.coef_)
+    return race.objective(X, y, getattr(model, race.attribute))
 
 
 def fit(make: Callable[[], Any], X, y) -> Any:
@@ -146,7 +175,7 @@ def target_of(race: Race, X, y) -> tuple[float, Any]:
         tight = fit(lambda: race.ours("default", 1000).set_params(tol=1e-12), X, y)
         value = _objective_of(race, X, y, tight)
     else:
-        value = race.objective(X, y, sk.coef_)
+        value = _objective_of(race, X, y, sk)
     return value * (1 + RTOL), sk
 
 
@@ -176,6 +205,7 @@ CASES = (
     ("L2SVM", "dense"), ("L2SVM", "sparse"), ("L2SVM", "digits"),
     ("MLogReg", "dense"), ("MLogReg", "sparse"), ("MLogReg", "digits"),
     ("GLM-poisson", "dense"), ("GLM-poisson", "sparse"),
+    ("KMeans", "dense"), ("KMeans", "sparse"), ("KMeans", "digits"),
 )  # fmt: skip
 
 

@@ -183,6 +183,84 @@ def outer_csr(data, indices, indptr, U, V):
     return total
 
 
+@numba.njit(**FLAGS)
+def lloyd_dense(X, C):
+    """The KMeans step: the sums and counts of the records each centroid attracts, a record
+    tied between several nearest centroids shared equally among them (as the fused body)."""
+    m, n = X.shape
+    k = C.shape[0]
+    c2 = np.zeros(k)
+    for q in range(k):
+        for t in range(n):
+            c2[q] += C[q, t] * C[q, t]
+    sums = np.zeros((CHUNKS, k, n))
+    counts = np.zeros((CHUNKS, k))
+    for c in prange(CHUNKS):
+        d = np.empty(k)
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            best = np.inf
+            for q in range(k):
+                s = 0.0
+                for t in range(n):
+                    s += X[i, t] * C[q, t]
+                d[q] = c2[q] - 2.0 * s
+                best = min(best, d[q])
+            ties = 0
+            for q in range(k):
+                ties += d[q] <= best
+            share = 1.0 / ties
+            for q in range(k):
+                if d[q] <= best:
+                    counts[c, q] += share
+                    for t in range(n):
+                        sums[c, q, t] += share * X[i, t]
+    return sums.sum(axis=0), counts.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
+def mlogreg_loss_dense(X, Yk, yb, B):
+    """MLogReg's loss and gradient at B (K non-baseline classes, the baseline's score 0):
+    X.T @ (softmax - Y) and the negative log-likelihood, one row of scores at a time."""
+    m, n = X.shape
+    k = B.shape[1]
+    grad = np.zeros((CHUNKS, n, k))
+    losses = np.zeros(CHUNKS)
+    for c in prange(CHUNKS):
+        s = np.empty(k)
+        for i in range(c * m // CHUNKS, (c + 1) * m // CHUNKS):
+            s[:] = 0.0
+            for j in range(n):
+                for h in range(k):
+                    s[h] += X[i, j] * B[j, h]
+            top = 0.0
+            for h in range(k):
+                top = max(top, s[h])
+            total = np.exp(-top)
+            for h in range(k):
+                s[h] = s[h] - top
+                total += np.exp(s[h])
+            loss = yb[i] * top + np.log(total)
+            for h in range(k):
+                loss -= Yk[i, h] * s[h]
+                s[h] = np.exp(s[h]) / total - Yk[i, h]
+            losses[c] += loss
+            for j in range(n):
+                for h in range(k):
+                    grad[c, j, h] += X[i, j] * s[h]
+    return grad.sum(axis=0), losses.sum()
+
+
+@numba.njit(**FLAGS)
+def stream_dense(X):
+    """One read of X and nothing else: the memory floor of any single pass over it."""
+    m, n = X.shape
+    total = 0.0
+    for i in prange(m):
+        for j in range(n):
+            total += X[i, j]
+    return total
+
+
 def _csr(A):
     """(data, indices, indptr) with each row's column indices sorted (the merges need them)."""
     if not A.has_sorted_indices:

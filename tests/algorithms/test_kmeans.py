@@ -57,3 +57,32 @@ def test_weighted_fit_is_a_weighted_lloyd_fixed_point(to_format):
     assert model.score(Xf, sample_weight=sw) == pytest.approx(-model.inertia_, rel=1e-9)
     ref = sklearn.cluster.KMeans(5, init=C, n_init=1, tol=0.0).fit(Xd, sample_weight=sw)
     np.testing.assert_allclose(ref.cluster_centers_, C, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 3 iterations
+def test_explicit_init_runs_lloyd_from_those_centers_as_sklearn():
+    """An init array starts one Lloyd run there: the iterates are sklearn's Lloyd iterates (same
+    start, same fixed point); a callable returning the array gives the same model; the array is
+    not modified."""
+    X, _, _ = load(runs("kmeans")[0])
+    C0 = X[[0, 10, 20, 30, 40]].copy()
+    given = C0.copy()
+    for steps in (3, 200):
+        ref = sklearn.cluster.KMeans(5, init=C0, n_init=1, max_iter=steps, tol=0.0,
+                                     algorithm="lloyd").fit(X)  # fmt: skip
+        # fusedml's max_iter counts evaluated centroid sets: one more than sklearn's updates
+        model = KMeans(n_clusters=5, init=C0, n_init=1, max_iter=steps + 1, tol=0.0).fit(X)
+        np.testing.assert_allclose(model.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert np.array_equal(C0, given)
+    called = KMeans(n_clusters=5, init=lambda X, k, rng: C0, n_init=1, max_iter=201, tol=0.0)
+    np.testing.assert_allclose(called.fit(X).cluster_centers_, model.cluster_centers_, rtol=1e-12)
+
+
+def test_init_errors_and_warnings():
+    X, _, _ = load(runs("kmeans")[0])
+    with pytest.warns(RuntimeWarning, match="only one init"):
+        KMeans(n_clusters=5, init=X[:5], n_init=3, max_iter=100).fit(X)
+    with pytest.raises(ValueError, match="shape"):
+        KMeans(n_clusters=5, init=X[:4], n_init=1).fit(X)
+    with pytest.raises(ValueError, match="finite"):
+        KMeans(n_clusters=2, init=[[np.nan] * X.shape[1], X[0]], n_init=1).fit(X)
