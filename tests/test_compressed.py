@@ -158,8 +158,9 @@ def test_every_template_runs_a_compressed_driver(mode, fresh_stats):
         (c * x + c * c, A * X + A * A, "cell"),
         (fm.max(c * x, axis=0), (A * X).max(axis=0), "cell"),
         (c.T @ (w * (c @ v)), A.T @ (w * (A @ v)), "row"),
-        # dense semantics: no Outer operator (it needs a driver whose zeros annihilate)
-        (fm.sum(c * (u @ vt) ** 2), (A * (U @ V.T) ** 2).sum(), "cell"),
+        # dense semantics: no Outer operator (it needs a driver whose zeros annihilate); the
+        # 40-column product is computed per row, c's rows decoded
+        (fm.sum(c * (u @ vt) ** 2), (A * (U @ V.T) ** 2).sum(), "row"),
     ]
     with fm.config(fusion=mode, compile_s=0.0, dispatch_s=0.0):
         for expr, want, template in cases:
@@ -212,10 +213,12 @@ def test_products_with_csr_operands_multiply_only_stored_entries(mode, cfg):
     x = fm.matrix(cla.compressed(a, 4))
     S = sp.random(3, 4, density=0.4, format="csr", random_state=1)
     T = sp.random(4, 200, density=0.4, format="csr", random_state=2)
-    s, t = fm.matrix(S), fm.matrix(T)
+    N = sp.random(3, 2, density=0.5, format="csr", random_state=3)  # narrower than tall
+    s, t, narrow = fm.matrix(S), fm.matrix(T), fm.matrix(N)
     with np.errstate(all="ignore"):
         cases = [
             (fm.exp(x @ s) * 2, np.exp(a @ S) * 2),
+            (fm.exp(x @ narrow) * 2, np.exp(a @ N) * 2),
             (fm.sum((x @ s) ** 2, axis=1), ((a @ S) ** 2).sum(axis=1)),
             (t @ x, T @ a),
             (x.T @ t.T, a.T @ T.T),

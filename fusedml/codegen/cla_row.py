@@ -29,7 +29,8 @@ from fusedml.ir.ops import Op
 
 def only_multiplied(cplan) -> bool:
     """Whether a Row operator's main input is used only in ``X @ B`` with B read whole and in
-    ``X.T @ Y`` outputs."""
+    ``X.T @ Y`` outputs. A B whose zeros annihilate (CSR) is not: premultiplied tuples would
+    meet its zeros (0 * inf), so such a product reads X's decoded rows instead."""
     body, x = cplan.body, cplan.params[0]
     whole = whole_matrices(body)
     products = {
@@ -39,7 +40,8 @@ def only_multiplied(cplan) -> bool:
     if x in body.roots:
         return False
     for user in body.consumers.get(x, ()):
-        if user.op is Op.MATMUL and user.inputs[0] is x and user.inputs[1] in whole:
+        b = user.inputs[1] if user.op is Op.MATMUL else None
+        if user.inputs[0] is x and b in whole and not b.meta.format.zeros_annihilate:
             continue
         if user.op is Op.TRANSPOSE and all(
             u in products and u.inputs[0] is user for u in body.consumers.get(user, ())
