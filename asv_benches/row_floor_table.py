@@ -1,6 +1,7 @@
 """Print the Row-floor benchmark (benchmarks/row_floor.py) as a table: per body and width K, the
-generated kernel, the hand-written numba kernel, one read of X and (KMeans) scikit-learn's Lloyd
-iteration, medians timed in turns in one process, with the ratios.
+generated kernel, the hand-written numba kernel (and, for KMeans, the hand-written kernel in BLAS
+tiles), one read of X and (KMeans) scikit-learn's Lloyd iteration, medians timed in turns in one
+process, with the ratios.
 
 Run: .venv/bin/python asv_benches/row_floor_table.py [--rows 1000000] [--widths 2,4,8,16,32,64]
 [--bodies kmeans,mlogreg-hessian,mlogreg-loss] [--repeat 11]"""
@@ -24,22 +25,28 @@ def main():
     parser.add_argument("--repeat", type=int, default=11)
     args = parser.parse_args()
     print(f"X: {args.rows} x {rf.COLS} dense; ms, medians of {args.repeat} timed in turns")
-    print(f"{'body':16} {'K':>3} {'generated':>9} {'hand':>8} {'floor':>7} {'sklearn':>8} "
-          f"{'gen/hand':>8} {'gen/floor':>9} {'gen/sklearn':>11}")  # fmt: skip
+    print(f"{'body':16} {'K':>3} {'generated':>9} {'hand':>8} {'tiles':>7} {'floor':>7} "
+          f"{'sklearn':>8} {'gen/hand':>8} {'gen/floor':>9} {'gen/sklearn':>11} "
+          f"{'tiles/sklearn':>13}")  # fmt: skip
     for body in args.bodies.split(","):
         for k in map(int, args.widths.split(",")):
             d = rf.make_data(body, k, args.rows)
             runs = {}
-            for name in ("generated", "hand-written numba", "memory floor"):
-                runs[name] = rf.implementation(body, name, d)
+            for name in ("generated", "hand-written numba", "hand-written tiles", "memory floor"):
+                run = rf.implementation(body, name, d)
+                if run is not None:
+                    runs[name] = run
             ms = {n: t * 1e3 for n, t in interleaved_median_seconds(runs, args.repeat).items()}
             gen, hand, floor = ms["generated"], ms["hand-written numba"], ms["memory floor"]
+            tiles = ms.get("hand-written tiles")
             sk = rf.sklearn_lloyd_seconds(d) * 1e3 if body == "kmeans" else None
             print(
-                f"{body:16} {k:3d} {gen:9.2f} {hand:8.2f} {floor:7.2f} "
+                f"{body:16} {k:3d} {gen:9.2f} {hand:8.2f} "
+                + (f"{tiles:7.2f}" if tiles else f"{'':7}")
+                + f" {floor:7.2f} "
                 + (f"{sk:8.2f}" if sk else f"{'':8}")
                 + f" {gen / hand:8.2f} {gen / floor:9.2f} "
-                + (f"{gen / sk:11.2f}" if sk else ""),
+                + (f"{gen / sk:11.2f} {tiles / sk:13.2f}" if sk else ""),
                 flush=True,
             )
 

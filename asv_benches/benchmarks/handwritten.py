@@ -217,6 +217,51 @@ def lloyd_dense(X, C):
     return sums.sum(axis=0), counts.sum(axis=0)
 
 
+TILE = 256  # rows per BLAS tile: 256 x 10 doubles stay in L1/L2 between the steps
+
+
+@numba.njit(**FLAGS)
+def lloyd_tiles_dense(X, C):
+    """The KMeans step as ``lloyd_dense``, a tile of rows at a time, as scikit-learn's Lloyd
+    iteration is written: the tile's distances by one BLAS product, then each step over the whole
+    tile, stored K x rows so that every loop runs along the tile's rows (long, vectorizable)
+    rather than along K, and the sums by a second BLAS product."""
+    m, n = X.shape
+    k = C.shape[0]
+    c2 = np.zeros(k)
+    for q in range(k):
+        for t in range(n):
+            c2[q] += C[q, t] * C[q, t]
+    sums = np.zeros((CHUNKS, k, n))
+    counts = np.zeros((CHUNKS, k))
+    for c in prange(CHUNKS):
+        best = np.empty(TILE)
+        ties = np.empty(TILE)
+        for lo in range(c * m // CHUNKS, (c + 1) * m // CHUNKS, TILE):
+            hi = min(lo + TILE, (c + 1) * m // CHUNKS)
+            rows = hi - lo
+            d = np.dot(C, X[lo:hi].T)  # k x rows
+            best[:rows] = np.inf
+            for q in range(k):
+                for r in range(rows):
+                    v = c2[q] - 2.0 * d[q, r]
+                    d[q, r] = v
+                    best[r] = min(best[r], v)
+            ties[:rows] = 0.0
+            for q in range(k):
+                for r in range(rows):
+                    d[q, r] = 1.0 if d[q, r] <= best[r] else 0.0
+                    ties[r] += d[q, r]
+            for q in range(k):
+                share = 0.0  # a register, not counts[c, q]: a store per row was 1.6x slower
+                for r in range(rows):
+                    d[q, r] /= ties[r]
+                    share += d[q, r]
+                counts[c, q] += share
+            sums[c] += np.dot(d, X[lo:hi])
+    return sums.sum(axis=0), counts.sum(axis=0)
+
+
 @numba.njit(**FLAGS)
 def mlogreg_loss_dense(X, Yk, yb, B):
     """MLogReg's loss and gradient at B (K non-baseline classes, the baseline's score 0):

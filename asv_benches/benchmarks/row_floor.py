@@ -15,13 +15,21 @@ from fusedml.algorithms.mlogreg import _hessian_times, _loss_and_gradient
 import fusedml as fm
 
 from .common import PROFILE, skip
-from .handwritten import lloyd_dense, mlogreg_dense, mlogreg_loss_dense, stream_dense
+from .handwritten import (
+    lloyd_dense,
+    lloyd_tiles_dense,
+    mlogreg_dense,
+    mlogreg_loss_dense,
+    stream_dense,
+)
 
 ROWS = {"fast": 20_000, "regular": 200_000, "large": 1_000_000}
 COLS = 10
 WIDTHS = [2, 4, 8, 16, 32, 64]
 BODIES = ["kmeans", "mlogreg-hessian", "mlogreg-loss"]
-IMPLEMENTATIONS = ["generated", "hand-written numba", "memory floor", "scikit-learn"]
+IMPLEMENTATIONS = [
+    "generated", "hand-written numba", "hand-written tiles", "memory floor", "scikit-learn"
+]  # fmt: skip
 
 
 def make_data(body: str, k: int, rows: int, seed: int = 0) -> dict:
@@ -55,8 +63,10 @@ def implementation(body: str, name: str, d: dict):
             return lambda: _generated(_lloyd_step, X, C, 1.0)
         if name == "hand-written numba":
             return lambda: lloyd_dense(X, C)
+        if name == "hand-written tiles":
+            return lambda: lloyd_tiles_dense(X, C)
         return None
-    if name == "scikit-learn":
+    if name in ("scikit-learn", "hand-written tiles"):
         return None
     if body == "mlogreg-hessian":
         P, V = d["P"], d["V"]

@@ -67,4 +67,6 @@ def test_differential_corpus_with_dask_leaves(layout, fresh_stats):
     corpus()
     stats = fresh_stats()
     print(layout, {k: v for k, v in stats.items() if "dask" in k or "executed" in k})
-    assert stats.get("dask_block_tasks", 0) > 50, stats
+    # 40 examples x 5 modes; locally the examples are random, and one-block leaves can run
+    # as few as one task per fused step (40 in one seen run): the bound only asks that Dask ran
+    assert stats.get("dask_block_tasks", 0) > 20, stats
