@@ -8,12 +8,15 @@ a product narrower than ``AXPY_FROM`` as dot products with B.T's rows, a wider o
 B's rows. The skeleton writes rows (no aggregation, row aggregates), or accumulates per-chunk
 partials, updated in place and combined in order: column aggregates, full aggregates, and
 ``X.T @ Y`` (row i of X times row i of Y; a zero of a per-row X skips Y's finite rows).
+Skinny dense bodies (every vector at most 32 wide) are rendered over tiles of rows instead, by
+``row_tiles``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from fusedml.codegen import row_tiles
 from fusedml.codegen.chunking import partial_chunks
 from fusedml.codegen.operands import DenseOperand, Param
 from fusedml.codegen.render import Literals, annihilates, elementwise_source
@@ -411,7 +414,10 @@ class _End(Source):
 
 def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Kernel:
     """The Row kernel of a ``KernelSpec``: several outputs over the same rows, each of its kind.
-    A format's own Row skeleton passes subclasses rendering its products."""
+    A format's own Row skeleton passes subclasses rendering its products. Skinny dense bodies
+    render over tiles of rows instead (``row_tiles``)."""
+    if body_type is _RowBody and sink_type is _Sink and row_tiles.applicable(spec):
+        return row_tiles.tile_kernel(spec)
     params: list[Param] = list(spec.params)
     body = spec.cplan.body
     literals = Literals()
