@@ -123,7 +123,8 @@ class _TileBody:
         self.value: dict[Node, str] = {}
         self.width: dict[Node, int | None] = {}  # None: one value per row (or a scalar)
         self.main_space: set[Node] = {self.main}
-        self.tiled: dict[Node, None] = {}  # row inputs read: copied per tile (ordered)
+        self.row_inputs: set[Node] = set()  # 2-D inputs read per row, through a tile copy
+        self.tiled: dict[Node, None] = {}  # those the body reads: copied per tile (ordered)
         self.inline: set[Node] = set()  # elementwise vectors rendered into their one reader
         for p in params:
             self._bind(p)
@@ -133,6 +134,7 @@ class _TileBody:
         if p.scalar:
             self.value[node], self.width[node] = p.name, None
         elif node.meta.rows > 1 and node.meta.cols > 1:  # a row input: copied into its tile
+            self.row_inputs.add(node)
             self.value[node], self.width[node] = f"{p.name}_t[{{q}}, {{r}}]", node.meta.cols
         else:
             rows = "i0 + {r}" if node.meta.rows > 1 else "0"
@@ -162,7 +164,7 @@ class _TileBody:
     def at(self, node: Node, q: str, r: str = "r") -> str:
         if node.op is Op.CONST:
             return self.literals.name(node)
-        if node in self.param and self.value[node].endswith("_t[{q}, {r}]"):
+        if node in self.row_inputs:
             self.tiled[node] = None
         return self.value[node].format(q=q, r=r)
 
