@@ -11,10 +11,11 @@ sparse operand (its format's ``zeros_annihilate``) annihilates in ``*`` and as t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fusedml.ir.node import Node
-from fusedml.ir.ops import Op
+from fusedml.ir.ops import ELEMENTWISE, Op
 
 # elementwise op -> Python source over already-rendered operands {0}, {1}, {2}. Arithmetic goes
 # through ``cellops`` (imported as ``f``): compiled without fast-math flags, so a cell's value is
@@ -109,3 +110,15 @@ def render_scalar_body(
         lines.append(f"{indent}{var} = {elementwise_source(node, args)}")
         names[node] = var
     return lines, names
+
+
+def single_read_vectors(nodes: list[Node], excluded: set[Node]) -> set[Node]:
+    """Elementwise nodes read by exactly one other node and not by a product (which reads its
+    left operand once per column), outside ``excluded``: the ones a Row body may inline."""
+    reads = Counter(i for n in nodes for i in n.inputs)
+    multiplied = {n.inputs[0] for n in nodes if n.op is Op.MATMUL}
+    return {
+        n
+        for n in nodes
+        if n.op in ELEMENTWISE and reads[n] == 1 and n not in excluded and n not in multiplied
+    }

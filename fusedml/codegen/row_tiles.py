@@ -22,11 +22,9 @@ with 2 to ``MAX_WIDTH`` columns, every input is dense and every vector of the bo
 
 from __future__ import annotations
 
-from collections import Counter
-
 from fusedml.codegen.chunking import partial_chunks
 from fusedml.codegen.operands import DENSE, SCALAR, Param
-from fusedml.codegen.render import Literals, elementwise_source
+from fusedml.codegen.render import Literals, elementwise_source, single_read_vectors
 from fusedml.codegen.source import INIT, Kernel, Source, fold, module, signature
 from fusedml.cplan.kinds import OutputKind
 from fusedml.formats import Format
@@ -145,17 +143,8 @@ class _TileBody:
     def inline_single_reads(self, nodes: list[Node], kept: set[Node]) -> None:
         """Elementwise vectors read by exactly one other node, not by a product, become an
         expression inside their reader: one pass over the tile fewer (as in the row kernel)."""
-        reads = Counter(i for n in nodes for i in n.inputs)
-        multiplied = {n.inputs[0] for n in nodes if n.op is Op.MATMUL}  # read once per column
-        self.inline = {
-            n
-            for n in nodes
-            if n.op in ELEMENTWISE
-            and reads[n] == 1
-            and n not in kept | multiplied
-            and n not in self.param
-            and not (n.meta.is_scalar or n.shape[1] == 1)
-        }
+        candidates = single_read_vectors(nodes, kept | set(self.param))
+        self.inline = {n for n in candidates if not (n.meta.is_scalar or n.shape[1] == 1)}
 
     def loop(self, width: int, node: Node) -> str:
         """A loop bound over ``node``'s columns: the main input's width stays a run-time value."""
