@@ -34,9 +34,10 @@ def _fused(expr, mode="fuse_all"):
 @pytest.mark.parametrize("width", [1, 3, 16])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 def test_products_of_every_rendering_give_the_reference_numbers(width, fmt):
-    X = _special(RNG.standard_normal((40, 20)))
+    rng = np.random.default_rng(3)  # its own: the shared RNG's draws depend on the test order
+    X = _special(rng.standard_normal((40, 20)))
     X[np.abs(X) < 0.8] = 0.0  # zeros for the CSR layout (and the annihilation rule)
-    B = RNG.standard_normal((20, width))
+    B = rng.standard_normal((20, width))
     B[0, :] = 0.0
     Xm = fm.matrix(sp.csr_matrix(X) if fmt == "csr" else X)
     Bm = fm.matrix(B)
