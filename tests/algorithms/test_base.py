@@ -74,3 +74,36 @@ def test_max_row_norm_is_over_the_rows_with_weight(intercept, scale, fmt):
     rows = (_with_ones(X0 * scale) if intercept else X0 * scale)[sw > 0]
     got = max_row_norm(FORMATS[fmt](X0 * scale), sw, intercept)
     assert got == pytest.approx(max(_norm(r) for r in rows), rel=1e-14)
+
+
+def test_lbfgs_runs_scipys_blas_on_one_thread_and_restores_it():
+    """scipy's own OpenBLAS is on one thread while L-BFGS-B runs (its workers would spin through
+    the kernels), back at its count afterwards, also after nested use and an error; numpy's
+    OpenBLAS is never touched."""
+    from fusedml.algorithms import _base
+    from threadpoolctl import ThreadpoolController
+
+    libs = _base._scipy_openblas()
+    if not libs:
+        pytest.skip("scipy has no OpenBLAS of its own here")
+    counts = lambda: [c.get_num_threads() for c in libs]  # noqa: E731
+    paths = {c.filepath for c in libs}
+    others = [c for c in ThreadpoolController().lib_controllers if c.filepath not in paths]
+    before, before_others = counts(), [c.get_num_threads() for c in others]
+    seen, seen_others = [], []
+
+    def objective(x):
+        seen.append(counts())
+        seen_others.append([c.get_num_threads() for c in others])
+        with _base._scipy_blas_one_thread():  # nested: still one thread, restored only once
+            seen.append(counts())
+        return float(x @ x), 2 * x
+
+    result = _base.lbfgs(objective, np.ones(3), max_iter=5, tol=0.0)
+    np.testing.assert_allclose(result.x, 0.0, atol=1e-8)
+    assert seen and all(c == [1] * len(libs) for c in seen)
+    assert counts() == before
+    with pytest.raises(ZeroDivisionError), _base._scipy_blas_one_thread():
+        1 / 0
+    assert counts() == before
+    assert all(c == before_others for c in seen_others)
