@@ -308,8 +308,7 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         nx = x.shape[1]
         shape = f"(nchunk, {nx})" if width is None else f"(nchunk, {nx}, {cols})"
         head(1, f"{partial} = np.zeros({shape})")
-        index = "c, t" if width is None else "c, t, {q}"
-        cell = lambda q: f"{partial}[{index.format(q=q)}]"  # noqa: E731
+        cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
         tail(3, f"for t in range({tb.loop(nx, x)}):")
         if width is None:
             tail.block(4, _dot_block(tb, x, value, cell, 1))
@@ -326,17 +325,18 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         after(1, "for c in range(nchunk):")
         after(2, f"for t in range({nx}):")
         after(3, f"for q in range({cols}):")
-        after(4, f"{out}[t, q] += {cell('q')}")
+        after(4, f"{out}[t, q] += {cell}")
 
 
-def _dot_block(tb: _TileBody, x: Node, value: Node, cell, size: int) -> list[str]:
+def _dot_block(tb: _TileBody, x: Node, value: Node, cell: str, size: int) -> list[str]:
     """Dot products along the tile of x's column t with ``size`` columns q, q + 1, .. of
-    ``value``, each added into its ``cell(q)``."""
+    ``value``, each added into its ``cell`` (a template over q)."""
     cols = [f"q + {j}" if j else "q" for j in range(size)]
-    lines = [f"acc{j} = 0.0" for j in range(size)]
+    cells = [cell.replace("q]", f"{q}]") for q in cols]
+    lines = [f"acc{j} = 0.0" for j in range(len(cols))]
     lines += ["for r in range(rows):", f"    xt = {tb.at(x, 't')}"]
     lines += [f"    acc{j} += f.mul(xt, {tb.at(value, q)})" for j, q in enumerate(cols)]
-    return lines + [f"{cell(q)} += acc{j}" for j, q in enumerate(cols)]
+    return lines + [f"{c} += acc{j}" for j, c in enumerate(cells)]
 
 
 def _partial_cells(root: Node, kind: OutputKind, tb: _TileBody) -> int:
