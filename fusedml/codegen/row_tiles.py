@@ -35,7 +35,6 @@ from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, Op
 MAX_WIDTH = 32  # widest per-row vector (and main input) a tiled kernel takes
 TILE_CELLS = 4096  # cells of one tile buffer (32 KB): tile rows = TILE_CELLS // widest vector
 MAX_TILE = 256
-BLOCK = 4  # columns of a product (or of a ``P.T @ Y`` sink) computed in one pass over a tile
 
 
 def _vector_fold(agg: str, acc: str, value: str) -> str:
@@ -223,42 +222,22 @@ class _TileBody:
 
     def _product(self, node: Node, width: int | None) -> None:
         """Rows of X times the whole matrix B: each cell sums x[t] * B[t, q] over t in order, as
-        the row kernel's dot products do; here the loop along the tile's rows is innermost, and
-        ``BLOCK`` columns of the product share each read of x[t] (1.3x faster than one column
-        at a time at K = 10: fewer loads per multiply-add)."""
+        the row kernel's dot products do; here the loop along the tile's rows is innermost."""
         x, b = node.inputs
         k = self.loop(self.width[x] or 1, x)
+        b_at = self.param[b].at("t", "q" if width is not None else "0")
         if width is None:
             s = self._per_row(node)
-            b_at = self.param[b].at("t", "0")
             self.lines += ["for r in range(rows):", f"    {s}[r] = 0.0",
                            f"for t in range({k}):", f"    bt = {b_at}",
                            "    for r in range(rows):",
                            f"        {s}[r] += f.mul({self.at(x, 't')}, bt)"]  # fmt: skip
             return
         v = self._vector(node, width)
-        b_param = self.param[b]
-        full = width - width % BLOCK
-        if full:
-            self.lines.append(f"for q in range(0, {full}, {BLOCK}):")
-            self.lines += _indent(self._product_block(v, x, b_param, k, BLOCK))
-        if full < width:
-            self.lines.append(f"for q in range({full}, {width}):")
-            self.lines += _indent(self._product_block(v, x, b_param, k, 1))
-
-    def _product_block(self, v: str, x: Node, b: Param, k: str, size: int) -> list[str]:
-        """The product's columns q .. q + size - 1 over the tile's rows."""
-        cols = [f"q + {j}" if j else "q" for j in range(size)]
-        lines = ["for r in range(rows):"] + [f"    {v}[{q}, r] = 0.0" for q in cols]
-        lines.append(f"for t in range({k}):")
-        lines += [f"    bt{j} = {b.at('t', q)}" for j, q in enumerate(cols)]
-        lines += ["    for r in range(rows):", f"        xt = {self.at(x, 't')}"]
-        lines += [f"        {v}[{q}, r] += f.mul(xt, bt{j})" for j, q in enumerate(cols)]
-        return lines
-
-
-def _indent(lines: list[str]) -> list[str]:
-    return ["    " + line for line in lines]
+        self.lines += [f"for q in range({width}):", "    for r in range(rows):",
+                       f"        {v}[q, r] = 0.0", f"    for t in range({k}):",
+                       f"        bt = {b_at}", "        for r in range(rows):",
+                       f"            {v}[q, r] += f.mul({self.at(x, 't')}, bt)"]  # fmt: skip
 
 
 def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -> None:
@@ -310,33 +289,16 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         head(1, f"{partial} = np.zeros({shape})")
         cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
         tail(3, f"for t in range({tb.loop(nx, x)}):")
-        if width is None:
-            tail.block(4, _dot_block(tb, x, value, cell, 1))
-        else:  # BLOCK columns of P share each read of Y's column t
-            bound = tb.loop(cols, value)
-            full = str(cols - cols % BLOCK) if bound.isdigit() else f"{bound} - {bound} % {BLOCK}"
-            if full != "0":
-                tail(4, f"for q in range(0, {full}, {BLOCK}):")
-                tail.block(5, _dot_block(tb, x, value, cell, BLOCK))
-            if full != bound:
-                tail(4, f"for q in range({full}, {bound}):")
-                tail.block(5, _dot_block(tb, x, value, cell, 1))
+        tail(4, f"for q in range({tb.loop(cols, value)}):")
+        tail(5, "acc = 0.0")
+        tail(5, "for r in range(rows):")
+        tail(6, f"acc += f.mul({tb.at(x, 't')}, {at('q')})")
+        tail(5, f"{cell} += acc")
         after(1, f"{out} = np.zeros(({nx}, {cols}))")
         after(1, "for c in range(nchunk):")
         after(2, f"for t in range({nx}):")
         after(3, f"for q in range({cols}):")
         after(4, f"{out}[t, q] += {cell}")
-
-
-def _dot_block(tb: _TileBody, x: Node, value: Node, cell: str, size: int) -> list[str]:
-    """Dot products along the tile of x's column t with ``size`` columns q, q + 1, .. of
-    ``value``, each added into its ``cell`` (a template over q)."""
-    cols = [f"q + {j}" if j else "q" for j in range(size)]
-    cells = [cell.replace("q]", f"{q}]") for q in cols]
-    lines = [f"acc{j} = 0.0" for j in range(len(cols))]
-    lines += ["for r in range(rows):", f"    xt = {tb.at(x, 't')}"]
-    lines += [f"    acc{j} += f.mul(xt, {tb.at(value, q)})" for j, q in enumerate(cols)]
-    return lines + [f"{c} += acc{j}" for j, c in enumerate(cells)]
 
 
 def _partial_cells(root: Node, kind: OutputKind, tb: _TileBody) -> int:

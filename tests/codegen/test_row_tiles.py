@@ -90,19 +90,3 @@ def test_sparse_inputs_stay_row_by_row():
     expr = fm.sum(fm.exp(fm.matrix(X) @ fm.matrix(B)), axis=0)
     assert "for i0 in range(lo, hi" not in _source(expr, "fuse_all")
     np.testing.assert_allclose(_fused(expr, "fuse_all"), fm.evaluate(expr, fusion="none"))
-
-
-@pytest.mark.parametrize("cols", [4, 7])
-def test_products_in_blocks_of_columns_with_every_remainder(cols):
-    """Products and ``X.T @ Z`` go ``BLOCK`` columns at a time: widths of whole blocks, of a
-    block and a remainder and of a remainder only, as the product (B) and as X (run-time width)."""
-    X = _special(RNG.standard_normal((ROWS, cols)))
-    B3, B6 = RNG.standard_normal((cols, 3)), RNG.standard_normal((cols, 6))
-    Xm = fm.matrix(X)
-    Z = fm.exp(0.1 * (Xm @ fm.matrix(B6))) + fm.sum(Xm @ fm.matrix(B3), axis=1, keepdims=True)
-    expr = Xm.T @ Z
-    source = _source(expr, "fuse_all")
-    assert "for i0 in range(lo, hi" in source and "range(0, 4, 4)" in source
-    want = fm.evaluate(expr, fusion="none")
-    np.testing.assert_allclose(_fused(expr, "fuse_all"), want, rtol=1e-12, atol=0)
-    assert np.isnan(want).any()
