@@ -57,10 +57,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# one test worker per core: the suite is bound by numba compiling kernels, one at a time per process;
-# worksteal: an idle worker takes queued tests from the busy one (a few tests compile for minutes)
+# one test worker per core: the suite is bound by numba compiling kernels, one at a time per process
 test: lint
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+	$(BIN)/python -m pytest -q -n auto
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info results

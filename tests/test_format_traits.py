@@ -71,8 +71,9 @@ def test_detection_and_conversion():
     assert fmt is Format.CSR and isinstance(value, sp.csr_array)
     fmt, value = Format.convert(3)  # unclaimed values are tried as dense arrays
     assert fmt is Format.DENSE and value.shape == ()
+    E_value = ell.Ell.from_csr(sp.csr_array(np.eye(3)))
+    assert Format.of(E_value) is None  # remembered per type until the formats change
     with ell.registered() as E:
-        E_value = ell.Ell.from_csr(sp.csr_array(np.eye(3)))
         assert Format.of(E_value) is E  # registered formats are asked first
         assert fm.matrix(E_value).node.meta.format is E
         with pytest.raises(ValueError, match="registered already"):

@@ -102,6 +102,25 @@ class Plan:
             raise AssertionError("plan steps form a cycle")
         return tuple(order)
 
+    @functools.cached_property
+    def releases(self) -> tuple[tuple[Node, ...], ...]:
+        """Per step of ``schedule``: the values no later step reads and no root is, freed once
+        the step has run (computed once per plan, not per run)."""
+        last: dict[Node, int] = {}
+        for k, step in enumerate(self.schedule):
+            for node in step.inputs:
+                last[node] = k
+        keep = set(self.dag.roots)
+        freed: list[list[Node]] = [[] for _ in self.schedule]
+        for node, k in last.items():
+            if node not in keep:
+                freed[k].append(node)
+        return tuple(map(tuple, freed))
+
+    @functools.cached_property
+    def constants(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.dag.nodes if n.op is Op.CONST)
+
     def __str__(self) -> str:
         head = f"Plan(fusion={self.fusion!r}"
         hand = f", {len(self.hand_operators)} hand operator(s)" if self.hand_operators else ""

@@ -37,6 +37,8 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+_UNASKED = object()  # a type no registered format or collection was asked about yet
+
 
 class Format:
     """One physical format of matrix data and its rules (see the module docstring)."""
@@ -55,6 +57,7 @@ class Format:
 
     # registered formats in detection order; the dense format is the fallback for array-likes
     _registry: ClassVar[list[Format]] = []
+    _by_type: ClassVar[dict[type, Format | None]] = {}  # which format claims values of a type
     DENSE: ClassVar[Format]
     CSR: ClassVar[Format]
 
@@ -111,7 +114,8 @@ class Format:
 
     # -- values -------------------------------------------------------------------------------
     def claims(self, value: Any) -> bool:
-        """Whether a user value is of this format."""
+        """Whether a user value is of this format: decided by the value's type alone (``of``
+        remembers the answer per type)."""
         raise NotImplementedError
 
     def from_value(self, value: Any, what: str = "fm.matrix") -> Any:
@@ -149,6 +153,7 @@ class Format:
         if any(f.name == fmt.name for f in cls._registry):
             raise ValueError(f"a format named {fmt.name!r} is registered already")
         cls._registry.insert(0, fmt)
+        cls._by_type.clear()
         return fmt
 
     @classmethod
@@ -156,6 +161,7 @@ class Format:
         if fmt in (cls.DENSE, cls.CSR):
             raise ValueError("the built-in formats stay registered")
         cls._registry.remove(fmt)
+        cls._by_type.clear()
 
     @classmethod
     def members(cls) -> tuple[Format, ...]:
@@ -175,10 +181,11 @@ class Format:
         collection = Collection.of(value)
         if collection is not None:
             return collection.block_format(value)
-        for fmt in cls._registry:
-            if fmt.claims(value):
-                return fmt
-        return None
+        kind = type(value)
+        found = cls._by_type.get(kind, _UNASKED)
+        if found is _UNASKED:  # a dict lookup per value: executors ask for every step's value
+            found = cls._by_type[kind] = next((f for f in cls._registry if f.claims(value)), None)
+        return found
 
     @classmethod
     def convert(cls, value: Any, what: str = "fm.matrix") -> tuple[Format, Any]:
@@ -201,8 +208,10 @@ class Collection:
     that backend's package. Detection must not import the backend's libraries."""
 
     _registry: ClassVar[list[Collection]] = []
+    _by_type: ClassVar[dict[type, Collection | None]] = {}
 
     def claims(self, value: Any) -> bool:
+        """Whether a value is held by this collection: decided by its type alone."""
         raise NotImplementedError
 
     def block_format(self, value: Any) -> Format | None:
@@ -241,14 +250,16 @@ class Collection:
     @classmethod
     def register(cls, collection: Collection) -> Collection:
         cls._registry.append(collection)
+        cls._by_type.clear()
         return collection
 
     @classmethod
     def of(cls, value: Any) -> Collection | None:
-        for collection in cls._registry:
-            if collection.claims(value):
-                return collection
-        return None
+        kind = type(value)
+        found = cls._by_type.get(kind, _UNASKED)
+        if found is _UNASKED:
+            found = cls._by_type[kind] = next((c for c in cls._registry if c.claims(value)), None)
+        return found
 
 
 def nnz_of(fmt: Format, value: Any) -> int:

@@ -3,8 +3,7 @@ backend (``backend.py``), each intermediate freed after its last use."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from fusedml import _stats
@@ -30,15 +29,15 @@ def evaluate_dag(dag: Dag, values: dict[Node, Value]) -> list[Value]:
     return _evaluate_dag(dag, values, current_backend())
 
 
-def _step(backend: LocalBackend, step: Any, values: Mapping[Node, Value]) -> Sequence[Node]:
-    """Runs one step into ``values``; returns the nodes it read."""
+def _step(backend: LocalBackend, step: Any, values: dict[Node, Value]) -> None:
+    """Runs one step into ``values``."""
     if isinstance(step, FusedOp):
         _stats.bump("fused_ops_executed")
         outputs = backend.run_fused(step, [values[i] for i in step.inputs])
         for root, value in zip(step.roots, outputs, strict=True):
             check_result(root, value)
             values[root] = value
-        return step.inputs
+        return
     args = [values[i] for i in step.inputs]
     if step.op is Op.HAND:
         values[step] = backend.run_hand(step, args)
@@ -46,7 +45,6 @@ def _step(backend: LocalBackend, step: Any, values: Mapping[Node, Value]) -> Seq
         values[step] = backend.run_node(step, args)
         _stats.bump("ops_executed")
     check_result(step, values[step])
-    return step.inputs
 
 
 def execute(
@@ -55,11 +53,6 @@ def execute(
     """Values of ``plan.dag.roots`` (IR form) for the given leaf values."""
     backend = backend or backend_for(bindings.values())
     dag = plan.dag
-    steps = plan.schedule
-    uses: Counter[Node] = Counter()
-    for step in steps:
-        uses.update(step.inputs)
-    keep = set(dag.roots)
     values: dict[Node, Value] = {}
     backend.begin()
     with _stats.timed("execute"):
@@ -69,14 +62,12 @@ def execute(
             except KeyError:
                 raise BindingError(f"no value bound to input {leaf.attr('name')!r}") from None
             values[leaf] = backend.bind(leaf, value)
-        for node in dag.nodes:
-            if node.op is Op.CONST:
-                values[node] = node.attr("value")
-        for step in steps:
-            for child in _step(backend, step, values):
-                uses[child] -= 1
-                if uses[child] == 0 and child not in keep:
-                    values.pop(child, None)
+        for node in plan.constants:
+            values[node] = node.attr("value")
+        for step, freed in zip(plan.schedule, plan.releases, strict=True):
+            _step(backend, step, values)
+            for node in freed:
+                values.pop(node, None)
         return backend.finish([values[r] for r in dag.roots])
 
 

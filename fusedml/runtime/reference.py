@@ -272,7 +272,7 @@ def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
     the format runs the node itself (``register_native``)."""
     if node.op is Op.CONST:
         return node.attr("value")
-    if _NATIVE:
+    if _NATIVE and any(i.meta.format in _NATIVE for i in node.inputs):
         with np.errstate(all="ignore"):
             value = _native(node, args)
         if value is not NotImplemented:
