@@ -40,6 +40,16 @@ import scipy.sparse as sp
 _UNASKED = object()  # a type no registered format or collection was asked about yet
 
 
+def _claimant(registry: list, by_type: dict, value: Any) -> Any:
+    """The first member of ``registry`` that claims ``value``, remembered per type in
+    ``by_type`` (a dict lookup per value: executors ask for every step's value)."""
+    kind = type(value)
+    found = by_type.get(kind, _UNASKED)
+    if found is _UNASKED:
+        found = by_type[kind] = next((m for m in registry if m.claims(value)), None)
+    return found
+
+
 class Format:
     """One physical format of matrix data and its rules (see the module docstring)."""
 
@@ -181,11 +191,7 @@ class Format:
         collection = Collection.of(value)
         if collection is not None:
             return collection.block_format(value)
-        kind = type(value)
-        found = cls._by_type.get(kind, _UNASKED)
-        if found is _UNASKED:  # a dict lookup per value: executors ask for every step's value
-            found = cls._by_type[kind] = next((f for f in cls._registry if f.claims(value)), None)
-        return found
+        return _claimant(cls._registry, cls._by_type, value)
 
     @classmethod
     def convert(cls, value: Any, what: str = "fm.matrix") -> tuple[Format, Any]:
@@ -255,11 +261,7 @@ class Collection:
 
     @classmethod
     def of(cls, value: Any) -> Collection | None:
-        kind = type(value)
-        found = cls._by_type.get(kind, _UNASKED)
-        if found is _UNASKED:
-            found = cls._by_type[kind] = next((c for c in cls._registry if c.claims(value)), None)
-        return found
+        return _claimant(cls._registry, cls._by_type, value)
 
 
 def nnz_of(fmt: Format, value: Any) -> int:
