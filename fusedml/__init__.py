@@ -43,6 +43,7 @@ from fusedml.ir.frontend import (
     multiply,
     negative,
     not_equal,
+    one_hot,
     power,
     sigmoid,
     sign,
@@ -65,6 +66,6 @@ __all__ = [
     "divide",
     "equal", "evaluate", "exp", "explain", "get_config", "greater", "greater_equal", "hstack",
     "jit", "less", "less_equal", "log", "matmul", "matrix", "max", "maximum", "mean", "min",
-    "minimum", "multiply", "negative", "not_equal", "persist", "power", "reset_stats", "sigmoid",
-    "sign", "sqrt", "stats", "subtract", "sum", "transpose", "where",
+    "minimum", "multiply", "negative", "not_equal", "one_hot", "persist", "power", "reset_stats",
+    "sigmoid", "sign", "sqrt", "stats", "subtract", "sum", "transpose", "where",
 ]  # fmt: skip

@@ -119,10 +119,10 @@ RACES = {
     # than scikit-learn's updates)
     "KMeans": Race(
         lambda s, k: KMeans(n_clusters=CLUSTERS, init=first_centers, n_init=1, max_iter=k,
-                            tol=0.0),
+                            tol=0.0, algorithm="systemds" if s == "default" else s),
         lambda n: sklearn.cluster.KMeans(CLUSTERS, init=first_centers, n_init=1,
                                          algorithm="lloyd"),
-        kmeans_objective, "binary", ("default",), attribute="cluster_centers_",
+        kmeans_objective, "binary", ("default", "lloyd"), attribute="cluster_centers_",
     ),
 }  # fmt: skip
 

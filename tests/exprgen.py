@@ -73,6 +73,8 @@ class Builder:
         options = ["leaf", "un", "bin", "bin", "bin", "where", "matmul", "agg", "fold"]
         if shape:
             options += ["T", "hstack", "cols", "argmax"]
+        if len(shape) == 2 and shape[1]:
+            options.append("onehot")
         kind = d(st.sampled_from(options))
         sub = depth - 1
         if kind == "leaf":
@@ -116,6 +118,8 @@ class Builder:
             start = d(st.integers(0, extra))
             key = slice(start, start + shape[1])
             return ("cols", key, self.tree((shape[0], shape[1] + extra), sub))
+        if kind == "onehot":
+            return ("onehot", self.tree(shape, sub))
         if kind == "argmax":
             if len(shape) == 1:
                 axis, keepdims, k = d(st.sampled_from([0, 1])), False, d(DIMS.filter(bool))
@@ -280,6 +284,8 @@ def build(tree, inputs):
     if kind == "argmax":
         _, axis, keepdims, sub = tree
         return fm.argmax(build(sub, inputs), axis=axis, keepdims=keepdims)
+    if kind == "onehot":
+        return fm.one_hot(fm.argmax(build(tree[1], inputs), axis=1))
     if kind == "cols":
         return build(tree[2], inputs)[:, tree[1]]
     if kind == "hstack":

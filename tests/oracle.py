@@ -8,7 +8,7 @@ rules, restated here from the spec rather than imported.
 
 A tree is a tuple: ("leaf", k) | ("const", c) | ("un", name, a) | ("bin", name, a, b)
 | ("where", c, a, b) | ("matmul", a, b) | ("T", a) | ("agg", name, axis, keepdims, a)
-| ("argmax", axis, keepdims, a) | ("cols", key, a) | ("hstack", [a, ...]).
+| ("argmax", axis, keepdims, a) | ("onehot", a) | ("cols", key, a) | ("hstack", [a, ...]).
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def evaluate(tree, leaves) -> V:
         _, axis, keepdims, sub = tree
         a = evaluate(sub, leaves)
         return V(np.argmax(a.value, axis=axis, keepdims=keepdims), index=True)
+    if kind == "onehot":
+        a = np.asarray(evaluate(tree[1], leaves).value)
+        return V(np.eye(a.shape[1])[np.argmax(a, axis=1)])
     if kind == "cols":
         _, key, sub = tree
         a = evaluate(sub, leaves)

@@ -263,6 +263,41 @@ def lloyd_tiles_dense(X, C):
 
 
 @numba.njit(**FLAGS)
+def lloyd_first_tiles_dense(X, C):
+    """scikit-learn's Lloyd step, tiled as ``lloyd_tiles_dense``: the tile's distances by one
+    BLAS product, each row's first nearest centroid, and the row added to that centroid's sum
+    (no shares: a tie goes to the first)."""
+    m, n = X.shape
+    k = C.shape[0]
+    c2 = np.zeros(k)
+    for q in range(k):
+        for t in range(n):
+            c2[q] += C[q, t] * C[q, t]
+    sums = np.zeros((CHUNKS, k, n))
+    counts = np.zeros((CHUNKS, k))
+    for c in prange(CHUNKS):
+        best = np.empty(TILE)
+        label = np.zeros(TILE, np.int64)
+        for lo in range(c * m // CHUNKS, (c + 1) * m // CHUNKS, TILE):
+            hi = min(lo + TILE, (c + 1) * m // CHUNKS)
+            rows = hi - lo
+            d = np.dot(C, X[lo:hi].T)  # k x rows
+            best[:rows] = np.inf
+            for q in range(k):
+                for r in range(rows):
+                    v = c2[q] - 2.0 * d[q, r]
+                    take = v < best[r]
+                    label[r] = q if take else label[r]
+                    best[r] = v if take else best[r]
+            for r in range(rows):
+                g = label[r]
+                counts[c, g] += 1.0
+                for t in range(n):
+                    sums[c, g, t] += X[lo + r, t]
+    return sums.sum(axis=0), counts.sum(axis=0)
+
+
+@numba.njit(**FLAGS)
 def mlogreg_loss_dense(X, Yk, yb, B):
     """MLogReg's loss and gradient at B (K non-baseline classes, the baseline's score 0):
     X.T @ (softmax - Y) and the negative log-likelihood, one row of scores at a time."""

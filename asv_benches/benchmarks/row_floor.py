@@ -1,15 +1,16 @@
-"""Row kernels with small products inside a row, against their floors: the KMeans step and the
-MLogReg bodies on dense X, per width K (clusters or classes) of the products ``x_i @ B``. Each
-body runs as fusedml generates it (cost_based), as a hand-written numba kernel of the same body,
-and beside one read of X (the memory floor of any pass) and, for KMeans, scikit-learn's Lloyd
-iteration (``KMeans(algorithm="lloyd")``, the extra time of more iterations from one start)."""
+"""Row kernels with small products inside a row, against their floors: the KMeans steps
+(SystemDS's shared ties, and the first nearest centroid of ``algorithm="lloyd"``) and the MLogReg
+bodies on dense X, per width K (clusters or classes) of the products ``x_i @ B``. Each body runs
+as fusedml generates it (cost_based), as a hand-written numba kernel of the same body, and beside
+one read of X (the memory floor of any pass) and, for KMeans, scikit-learn's Lloyd iteration
+(``KMeans(algorithm="lloyd")``, the extra time of more iterations from one start)."""
 
 from __future__ import annotations
 
 import time
 
 import numpy as np
-from fusedml.algorithms.kmeans import _lloyd_step
+from fusedml.algorithms.kmeans import _lloyd_step, _lloyd_step_first
 from fusedml.algorithms.mlogreg import _hessian_times, _loss_and_gradient
 
 import fusedml as fm
@@ -17,6 +18,7 @@ import fusedml as fm
 from .common import PROFILE, skip
 from .handwritten import (
     lloyd_dense,
+    lloyd_first_tiles_dense,
     lloyd_tiles_dense,
     mlogreg_dense,
     mlogreg_loss_dense,
@@ -26,7 +28,7 @@ from .handwritten import (
 ROWS = {"fast": 20_000, "regular": 200_000, "large": 1_000_000}
 COLS = 10
 WIDTHS = [2, 4, 8, 16, 32, 64]
-BODIES = ["kmeans", "mlogreg-hessian", "mlogreg-loss"]
+BODIES = ["kmeans", "kmeans-lloyd", "mlogreg-hessian", "mlogreg-loss"]
 IMPLEMENTATIONS = [
     "generated", "hand-written numba", "hand-written tiles", "memory floor", "scikit-learn"
 ]  # fmt: skip
@@ -35,7 +37,7 @@ IMPLEMENTATIONS = [
 def make_data(body: str, k: int, rows: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((rows, COLS))
-    if body == "kmeans":
+    if body.startswith("kmeans"):
         return {"X": X, "C": X[rng.choice(rows, k, replace=False)].copy()}
     B = rng.standard_normal((COLS, k)) * 0.3
     labels = rng.integers(0, k + 1, rows)
@@ -66,6 +68,13 @@ def implementation(body: str, name: str, d: dict):
         if name == "hand-written tiles":
             return lambda: lloyd_tiles_dense(X, C)
         return None
+    if body == "kmeans-lloyd":
+        C = d["C"]
+        if name == "generated":
+            return lambda: _generated(_lloyd_step_first, X, C)
+        if name == "hand-written tiles":
+            return lambda: lloyd_first_tiles_dense(X, C)
+        return None
     if name in ("scikit-learn", "hand-written tiles"):
         return None
     if body == "mlogreg-hessian":
@@ -77,6 +86,16 @@ def implementation(body: str, name: str, d: dict):
     if name == "generated":
         return lambda: _generated(_loss_and_gradient, X, Yk, yb, B, None, 1.0)
     return lambda: mlogreg_loss_dense(X, Yk, yb[:, 0], B)
+
+
+def sklearn_lloyd_fit(d: dict, iterations: int):
+    """A zero-argument callable fitting scikit-learn's Lloyd KMeans from d's centers for
+    ``iterations`` iterations (tol=0: none converges earlier on this data)."""
+    from sklearn.cluster import KMeans
+
+    X, C = d["X"], d["C"]
+    km = KMeans(len(C), init=C, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd")
+    return lambda: km.fit(X)
 
 
 def sklearn_lloyd_seconds(d: dict, short: int = 4, long: int = 12, repeat: int = 3) -> float:

@@ -7,7 +7,8 @@ their stored entries by products); matrices multiplied from the right (``X @ B``
 a product narrower than ``AXPY_FROM`` as dot products with B.T's rows, a wider one as axpys over
 B's rows. The skeleton writes rows (no aggregation, row aggregates), or accumulates per-chunk
 partials, updated in place and combined in order: column aggregates, full aggregates, and
-``X.T @ Y`` (row i of X times row i of Y; a zero of a per-row X skips Y's finite rows).
+``X.T @ Y`` (row i of X times row i of Y; a zero of a per-row X skips Y's finite rows, and a
+one-hot X, held as its index, adds a finite row of Y to that one row of the partial).
 Skinny dense bodies (every vector at most 32 wide) are rendered over tiles of rows instead, by
 ``row_tiles``.
 """
@@ -60,6 +61,7 @@ class _RowBody:
         self.main_space: set[Node] = {params[0].node}
         self.inline: set[Node] = set()  # elementwise vectors rendered into their one reader
         self.transposed: dict[Node, str] = {}  # B.T copies of the dot-form products
+        self.onehot: dict[Node, str] = {}  # one-hot rows, held as their index (a per-row int)
         # whole matrices passed as 2-D dense arrays (a one-row B is passed flat)
         self.transposable = {
             p.node for p in params if isinstance(p.operand, DenseOperand) and not p.operand.flat(p)
@@ -179,6 +181,8 @@ class _RowBody:
                 offset += k
         elif node.op is Op.MATMUL:
             self._product(node, width)
+        elif node.op is Op.ONEHOT:
+            self._onehot(node, width)
         else:
             raise NotImplementedError(f"row kernels do not render {node.op}")
 
@@ -197,6 +201,28 @@ class _RowBody:
         if agg == "mean":
             self.lines.append(f"{acc} = f.div({acc}, {float(self.width[x])})")
         self.value[node], self.width[node] = acc, None
+
+    def _onehot(self, node: Node, width: int | None) -> None:
+        """Row i's first maximum (a NaN before any larger value, as np.argmax) as a one-hot row:
+        only its index is computed; each read of a column compares with it."""
+        x = node.inputs[0]
+        idx = f"r{len(self.lines)}"
+        self.lines.append(f"{idx} = 0")
+        if width is None:  # one column: always its only value
+            self.value[node], self.width[node] = "1.0", None
+            self.onehot[node] = idx
+            return
+        best = f"{idx}b"
+        self.lines += [
+            f"{best} = {self._at(x, '0')}",
+            f"for q in range(1, {self.size(width, x)}):",
+            f"    xq = {self._at(x, 'q')}",
+            f"    if {best} == {best} and (xq > {best} or xq != xq):",
+            f"        {idx} = q",
+            f"        {best} = xq",
+        ]
+        self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx} else 0.0)", width
+        self.onehot[node] = idx
 
     def _product(self, node: Node, width: int | None) -> None:
         """Row i of X times the whole matrix B (skinny: few columns)."""
@@ -280,11 +306,18 @@ def _transposed_product_tail(
     """X.T @ Y: add row i of X (``nx`` values) times row i of Y into the chunk's partial."""
     x_at, y_at = (lambda q: rb._at(x, q)), (lambda q: rb._at(y, q))
     sparse_x, sparse_y = rb.nonzeros(x), rb.nonzeros(y)
+    if x in rb.onehot and sparse_y is None:
+        tail = _onehot_scatter(tail, rb.onehot[x], y_at, width, partial)
     if sparse_x is None and sparse_y is not None and width is not None:
         # P.T @ Y with P computed per row and a sparse Y: only Y's entries (zeros annihilate)
         for line in rb.nonzeros(y, "q", "yv"):
             tail(3, line)
-        tail(4, "if yv != 0.0:")
+        if x in rb.onehot:  # a finite entry adds to its row's group only (0 * yv is 0)
+            tail(4, "if yv - yv == 0.0:")
+            tail(5, f"{partial}[c, {rb.onehot[x]}, q] += yv")
+            tail(4, "elif yv != 0.0:")
+        else:
+            tail(4, "if yv != 0.0:")
         tail(5, f"for t in range({rb.size(nx, x)}):")
         tail(6, f"{partial}[c, t, q] += f.mul({x_at('t')}, yv)")
         return
@@ -319,6 +352,24 @@ def _transposed_product_tail(
             tail(6, update)
         else:
             tail(5, update)
+
+
+def _onehot_scatter(tail: Source, label: str, y_at, width: int | None, partial: str):
+    """P.T @ Y for a one-hot P: a finite row of Y is added into its group's row of the partial
+    only (elsewhere 0 * y adds nothing); the general update that follows runs for other rows,
+    for which the returned ``tail`` indents one level deeper."""
+    if width is None:
+        tail(3, f"if {y_at('0')} - {y_at('0')} == 0.0:")
+        tail(4, f"{partial}[c, {label}] += {y_at('0')}")
+    else:
+        tail(3, "yfinite = 0.0")
+        tail(3, f"for q in range({width}):")
+        tail(4, f"yfinite += {y_at('q')} * 0.0")
+        tail(3, "if yfinite == 0.0:")
+        tail(4, f"for q in range({width}):")
+        tail(5, f"{partial}[c, {label}, q] += {y_at('q')}")
+    tail(3, "else:")
+    return lambda depth, text: tail(depth + 1, text)
 
 
 class _Sink:

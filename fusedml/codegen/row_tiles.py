@@ -96,6 +96,8 @@ def applicable(spec) -> bool:
             continue
         if node.op in AGGREGATE and node.attr("axis") == 1 and node.op.value in INIT:
             continue
+        if node.op is Op.ONEHOT:
+            continue
         if (
             node.op is Op.MATMUL
             and node.inputs[1] in placeholders
@@ -124,6 +126,7 @@ class _TileBody:
         self.row_inputs: set[Node] = set()  # 2-D inputs read per row, through a tile copy
         self.tiled: dict[Node, None] = {}  # those the body reads: copied per tile (ordered)
         self.inline: set[Node] = set()  # elementwise vectors rendered into their one reader
+        self.onehot: dict[Node, str] = {}  # one-hot rows: the name of their index per tile row
         for p in params:
             self._bind(p)
 
@@ -203,8 +206,32 @@ class _TileBody:
                 self.lines += [loop, "    for r in range(rows):", f"        {v}[q, r] = {expr}"]
         elif node.op in AGGREGATE:
             self._row_aggregate(node)
+        elif node.op is Op.ONEHOT:
+            self._onehot(node, width)
         else:
             self._product(node, width)
+
+    def _onehot(self, node: Node, width: int | None) -> None:
+        """Each row's first maximum (NaN first, as np.argmax) as a one-hot row, held as its
+        index: the maxima fold one column at a time along the tile, as row aggregates do."""
+        x = node.inputs[0]
+        idx = f"ti{len(self.alloc)}"
+        self.alloc.append(f"{idx} = np.zeros({self.tile}, np.int64)")
+        self.onehot[node] = idx
+        if width is None:  # one column: always its only value
+            self.value[node], self.width[node] = "1.0", None
+            return
+        best = f"tb{len(self.alloc)}"
+        self.alloc.append(f"{best} = np.empty({self.tile})")
+        self.lines += ["for r in range(rows):", f"    {idx}[r] = 0",
+                       f"    {best}[r] = {self.at(x, '0')}",
+                       f"for q in range(1, {self.loop(width, x)}):", "    for r in range(rows):",
+                       f"        xq = {self.at(x, 'q')}",
+                       f"        bq = {best}[r]",
+                       "        take = (xq > bq) | ((xq != xq) & (bq == bq))",
+                       f"        {idx}[r] = q if take else {idx}[r]",
+                       f"        {best}[r] = xq if take else {best}[r]"]  # fmt: skip
+        self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx}[{{r}}] else 0.0)", width
 
     def _row_aggregate(self, node: Node) -> None:
         x, agg = node.inputs[0], node.op.value
@@ -288,17 +315,57 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         shape = f"(nchunk, {nx})" if width is None else f"(nchunk, {nx}, {cols})"
         head(1, f"{partial} = np.zeros({shape})")
         cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
-        tail(3, f"for t in range({tb.loop(nx, x)}):")
-        tail(4, f"for q in range({tb.loop(cols, value)}):")
-        tail(5, "acc = 0.0")
-        tail(5, "for r in range(rows):")
-        tail(6, f"acc += f.mul({tb.at(x, 't')}, {at('q')})")
-        tail(5, f"{cell} += acc")
+        if x in tb.onehot:
+            _onehot_scatter(tb, tail, tb.onehot[x], x, value, width, partial)
+        else:
+            _dots(tb, tail, x, value, width, cell)
         after(1, f"{out} = np.zeros(({nx}, {cols}))")
         after(1, "for c in range(nchunk):")
         after(2, f"for t in range({nx}):")
         after(3, f"for q in range({cols}):")
         after(4, f"{out}[t, q] += {cell}")
+
+
+def _dots(tb: _TileBody, tail: Source, x: Node, y: Node, width: int | None, cell: str) -> None:
+    """X.T @ Y over a tile: one dot product along the tile per cell of the partial."""
+    tail(3, f"for t in range({tb.loop(x.shape[1], x)}):")
+    tail(4, f"for q in range({tb.loop(width or 1, y)}):")
+    tail(5, "acc = 0.0")
+    tail(5, "for r in range(rows):")
+    tail(6, f"acc += f.mul({tb.at(x, 't')}, {tb.at(y, 'q')})")
+    tail(5, f"{cell} += acc")
+
+
+def _onehot_scatter(
+    tb: _TileBody, tail: Source, idx: str, x: Node, y: Node, width: int | None, partial: str
+) -> None:
+    """P.T @ Y for a one-hot P: a finite row of Y is added into its group's row of the partial
+    only (elsewhere 0 * y adds nothing); other rows take every product, 0 * inf included."""
+    if width is None:
+        y0 = tb.at(y, "0")
+        tail(3, "for r in range(rows):")
+        tail(4, f"if {y0} - {y0} == 0.0:")
+        tail(5, f"{partial}[c, {idx}[r]] += {y0}")
+        tail(4, "else:")
+        tail(5, f"for t in range({x.shape[1]}):")
+        tail(6, f"{partial}[c, t] += f.mul({tb.at(x, 't')}, {y0})")
+        return
+    finite = f"tf{len(tb.alloc)}"  # 0.0 for the rows of Y without inf or NaN
+    tb.alloc.append(f"{finite} = np.empty({tb.tile})")
+    tail(3, "for r in range(rows):")
+    tail(4, f"{finite}[r] = 0.0")
+    tail(3, f"for q in range({width}):")
+    tail(4, "for r in range(rows):")
+    tail(5, f"{finite}[r] += {tb.at(y, 'q')} * 0.0")
+    tail(3, "for r in range(rows):")
+    tail(4, f"if {finite}[r] == 0.0:")
+    tail(5, f"g = {idx}[r]")
+    tail(5, f"for q in range({width}):")
+    tail(6, f"{partial}[c, g, q] += {tb.at(y, 'q')}")
+    tail(4, "else:")
+    tail(5, f"for t in range({x.shape[1]}):")
+    tail(6, f"for q in range({width}):")
+    tail(7, f"{partial}[c, t, q] += f.mul({tb.at(x, 't')}, {tb.at(y, 'q')})")
 
 
 def _partial_cells(root: Node, kind: OutputKind, tb: _TileBody) -> int:

@@ -2,9 +2,10 @@
 whether the blocks' results are stitched together or reduced.
 
 Each rule follows from the node's algebra: elementwise ops, per-row aggregates, transposes,
-column ranges and ``hstack`` are block-local; aggregates over the partitioned axis and products
-whose inner dimension is partitioned give partials that are summed (or min/max-ed). Anything else
-(an argmax across blocks, a column range of a transpose) has no rule: its inputs are gathered.
+column ranges, ``hstack`` and one-hot rows are block-local; aggregates over the partitioned axis
+and products whose inner dimension is partitioned give partials that are summed (or min/max-ed).
+Anything else (an argmax across blocks, a column range of a transpose) has no rule: its inputs
+are gathered.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def rule(node: Node, axes: Sequence[int | None], chunks_of: Sequence) -> Blocked
         return Blocked((WHOLE, 1), chunks, 1, op)
     if op is Op.TRANSPOSE:
         return Blocked((ax,), chunks, 1 - ax, op)
-    if op in (Op.COLS, Op.HSTACK) and ax == 0:
+    if op in (Op.COLS, Op.HSTACK, Op.ONEHOT) and ax == 0:
         return Blocked((0,) * len(ins), chunks, 0, op)
     return None
 

@@ -6,7 +6,8 @@ and answers from shapes and op kinds alone, as SystemDS's templates do
 
 - CELL: elementwise chains with no, row, column or full aggregation (sum, min, max, mean).
 - ROW: row-wise chains incl. ``X @ v``, ``X @ B`` with skinny ``B``, row and column aggregates,
-  column ranges, hstack, and the closing column aggregation ``X.T @ (...)`` (mmchain).
+  column ranges, hstack, one-hot rows of argmax, and the closing column aggregation
+  ``X.T @ (...)`` (mmchain).
 - OUTER: ``W * f(U @ V.T)`` on a sparse driver, closed by a full aggregate, a left/right product
   or left open as a cellwise result; opened only where ``U @ V.T`` would be large.
 - MAGG: never opened by exploration; the cost-based selector groups full aggregates into it.
@@ -142,7 +143,7 @@ def _row_close(n: Node) -> CloseType:
 
 
 def _row_open(n: Node) -> bool:
-    if n.op is Op.COLS or n.op is Op.HSTACK:
+    if n.op in (Op.COLS, Op.HSTACK, Op.ONEHOT):
         return n.meta.rows > 1
     if row_aggregate(n):
         return is_matrix(n.inputs[0]) and n.inputs[0].meta.rows > 1

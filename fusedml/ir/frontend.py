@@ -482,6 +482,22 @@ def argmax(x, axis=1, keepdims=False) -> Expr:
     return Expr(node, 1, e.bindings)
 
 
+def one_hot(labels, num_classes=None) -> Expr:
+    """``np.eye(k)[labels]`` for the 1-D labels of ``fm.argmax(S, axis)``: each row of S (axis=1;
+    columns for axis=0) as a one-hot row of 1.0 at its first maximum (NaN counting as the
+    maximum) and 0.0 elsewhere; k is the length of the reduced axis. Other labels are not
+    accepted: these are in range by construction, so a fused kernel never indexes outside its
+    output."""
+    e = as_expr(labels, "fm.one_hot")
+    if e.node.op is not Op.ARGMAX or e.ndim != 1:
+        raise ValueError("fm.one_hot takes the 1-D labels of fm.argmax(S, axis)")
+    source = e.node.inputs[0]
+    k = source.shape[1]
+    if num_classes is not None and num_classes != k:
+        raise ValueError(f"num_classes={num_classes}: the labels of argmax over {k} columns")
+    return Expr(make(Op.ONEHOT, (source,)), 2, e.bindings)
+
+
 _UFUNCS = {
     np.add: add, np.subtract: subtract, np.multiply: multiply, np.divide: divide,
     np.power: power, np.negative: negative, np.exp: exp, np.log: log, np.absolute: absolute,

@@ -160,6 +160,11 @@ def infer_meta(op: Op, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> Meta:
         fmt = m.format.canonical
         nnz = math.ceil(m.nnz * width / max(m.cols, 1)) if _sparse(x) else m.rows * width
         return Meta((m.rows, width), nnz, fmt, m.dtype)
+    if op is Op.ONEHOT:
+        (x,) = inputs
+        if x.meta.is_scalar or x.meta.cols == 0:
+            raise ShapeError(f"onehot: needs a matrix with columns, got {x.shape}")
+        return Meta(x.shape, x.meta.rows, DENSE)
     if op is Op.HSTACK:
         if not inputs or any(i.meta.is_scalar for i in inputs):
             raise ShapeError("hstack: needs one or more matrix inputs")

@@ -47,6 +47,9 @@ class Op(enum.Enum):
     MAX = "max"
     MEAN = "mean"
     ARGMAX = "argmax"  # row-wise only: index of the first maximum, -> mx1 (int64 when returned)
+    # row-wise: each row's first maximum as a one-hot row (1.0 there, 0.0 elsewhere), -> mxk;
+    # NaN counts as the maximum, as in numpy's argmax
+    ONEHOT = "onehot"
     # linear algebra and structure
     MATMUL = "matmul"
     TRANSPOSE = "transpose"
@@ -69,6 +72,7 @@ TERNARY = frozenset({Op.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY
 AGGREGATE = frozenset({Op.SUM, Op.MIN, Op.MAX, Op.MEAN, Op.ARGMAX})
 STRUCTURE = frozenset({Op.TRANSPOSE, Op.COLS, Op.HSTACK})
+ROWWISE = frozenset({Op.ONEHOT})  # each output row from its input row, not cell by cell
 COMMUTATIVE = frozenset({Op.ADD, Op.MUL, Op.MINIMUM, Op.MAXIMUM, Op.EQ, Op.NE})
 
 # f(0) == 0: applied to a sparse operand the result keeps its sparsity pattern.
@@ -84,7 +88,7 @@ FLOPS_PER_CELL: dict[Op, float] = {
     Op.ADD: 1, Op.SUB: 1, Op.MUL: 1, Op.MINIMUM: 1, Op.MAXIMUM: 1,
     Op.LT: 1, Op.LE: 1, Op.GT: 1, Op.GE: 1, Op.EQ: 1, Op.NE: 1,
     Op.DIV: 22, Op.POW: 16, Op.WHERE: 2,
-    Op.TRANSPOSE: 1, Op.COLS: 1, Op.HSTACK: 1,
+    Op.TRANSPOSE: 1, Op.COLS: 1, Op.HSTACK: 1, Op.ONEHOT: 2,
 }  # fmt: skip
 # Per reduced cell.
 FLOPS_PER_AGGREGATED_CELL: dict[Op, float] = {

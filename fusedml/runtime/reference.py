@@ -227,7 +227,14 @@ def _hstack(node: Node, *xs: Value) -> Value:
     return np.hstack([_dense(x) for x in xs])
 
 
+def _onehot(node: Node, x: Value) -> Value:
+    out = np.zeros(node.shape)
+    out[np.arange(node.shape[0]), _argmax_rows(x).ravel().astype(np.int64)] = 1.0
+    return out
+
+
 _STRUCTURAL: dict[Op, Callable[..., Value]] = {
+    Op.ONEHOT: _onehot,
     Op.MATMUL: _matmul,
     Op.TRANSPOSE: _transpose,
     Op.COLS: _cols,

@@ -72,8 +72,8 @@ def node_flops(n: Node) -> float:
         if b.meta.layout and not a.meta.layout:
             return 2.0 * _work_cells(b) * a.meta.rows
         return 2.0 * _work_cells(a) * b.meta.cols  # a's cells, or a compressed a's group visits
-    if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK):
-        return _work_cells(n)
+    if n.op in (Op.TRANSPOSE, Op.COLS, Op.HSTACK, Op.ONEHOT):
+        return FLOPS_PER_CELL[n.op] * _work_cells(n)
     if n.op is Op.HAND:  # the work of what it replaces, ignoring the sparsity it exploits
         body = n.attr("definition")
         stack, seen, total = [body], set(), 0.0

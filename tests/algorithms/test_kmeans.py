@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import sklearn.cluster
 from fusedml.algorithms import KMeans
+from sklearn.exceptions import ConvergenceWarning
 
 import fusedml as fm
 from tests.algorithms.systemds_runs import load, runs
@@ -76,6 +77,44 @@ def test_explicit_init_runs_lloyd_from_those_centers_as_sklearn():
     assert np.array_equal(C0, given)
     called = KMeans(n_clusters=5, init=lambda X, k, rng: C0, n_init=1, max_iter=201, tol=0.0)
     np.testing.assert_allclose(called.fit(X).cluster_centers_, model.cluster_centers_, rtol=1e-12)
+
+
+def test_lloyd_gives_a_tie_to_the_first_center_as_sklearn():
+    """algorithm="lloyd": a record equidistant to two centers counts for the first only, as in
+    sklearn's Lloyd iteration; "systemds" shares it equally."""
+    X = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.0], [0.0, 0.5], [2.0, 0.5]])
+    C0 = X[:2].copy()
+    ref = sklearn.cluster.KMeans(2, init=C0, n_init=1, max_iter=1, algorithm="lloyd").fit(X)
+    np.testing.assert_allclose(ref.cluster_centers_, [[1 / 3, 1 / 6], [2.0, 0.25]])
+    kwargs = {"n_clusters": 2, "init": C0, "n_init": 1, "max_iter": 2, "tol": 0.0}
+    with pytest.warns(ConvergenceWarning):
+        first = KMeans(algorithm="lloyd", **kwargs).fit(X)
+        shared = KMeans(**kwargs).fit(X)
+    np.testing.assert_allclose(first.cluster_centers_, ref.cluster_centers_, rtol=1e-15)
+    np.testing.assert_allclose(shared.cluster_centers_[1], [4.5 / 2.5, 0.5 / 2.5], rtol=1e-15)
+    with pytest.raises(ValueError, match="algorithm"):
+        KMeans(algorithm="elkan").fit(X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 4 iterations
+@pytest.mark.parametrize("to_format", FORMATS)
+def test_lloyd_iterates_are_sklearns_in_every_mode(to_format):
+    """algorithm="lloyd" from given centers: sklearn's Lloyd iterates, unweighted and weighted,
+    unfused and cost-based, dense and CSR."""
+    X, _, _ = load(runs("kmeans")[0])
+    X = np.where(X > 2, X, 0.0) if to_format is csr else X
+    sw = np.random.default_rng(1).choice([0.0, 0.5, 1.0, 4.0], size=len(X))
+    C0 = X[[0, 10, 20, 30, 40]] + 0.01
+    for weights in (None, sw):
+        ref = sklearn.cluster.KMeans(5, init=C0, n_init=1, max_iter=4, tol=0.0,
+                                     algorithm="lloyd").fit(X, sample_weight=weights)  # fmt: skip
+        for mode in ("none", "cost_based"):
+            model = KMeans(n_clusters=5, init=C0, n_init=1, max_iter=5, tol=0.0,
+                           algorithm="lloyd", fusion=mode)  # fmt: skip
+            model.fit(to_format(X), sample_weight=weights)
+            C, want = model.cluster_centers_, ref.cluster_centers_
+            np.testing.assert_allclose(C, want, rtol=1e-10, atol=1e-12)  # sklearn's 0: 1e-14
+            assert np.array_equal(model.labels_, ref.labels_)
 
 
 def test_init_errors_and_warnings():

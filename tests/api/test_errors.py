@@ -83,6 +83,21 @@ def test_indexing_and_axis_errors():
         fm.argmax(fm.matrix(np.ones(3)))
 
 
+def test_one_hot_takes_only_argmax_labels():
+    """fm.one_hot(labels) needs labels in range by construction: those of a 1-D argmax."""
+    s = np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, np.inf]])
+    S = fm.matrix(s)
+    got = fm.evaluate(fm.one_hot(fm.argmax(S, axis=1), 3))
+    np.testing.assert_array_equal(got, np.eye(3)[[1, 0]])
+    got = fm.evaluate(fm.one_hot(fm.argmax(S, axis=0)))  # argmax along columns: np.eye(rows)
+    np.testing.assert_array_equal(got, np.eye(2)[np.argmax(s, axis=0)])
+    for labels in (fm.argmax(S, axis=1, keepdims=True), fm.sum(S, 1)):
+        with pytest.raises(ValueError, match=r"labels of fm\.argmax"):
+            fm.one_hot(labels)
+    with pytest.raises(ValueError, match="num_classes=4"):
+        fm.one_hot(fm.argmax(S, axis=1), 4)
+
+
 def test_lazy_expressions_refuse_implicit_evaluation():
     X = fm.matrix(np.ones((2, 2)))
     with pytest.raises(TypeError, match="truth value"):

@@ -90,3 +90,40 @@ def test_sparse_inputs_stay_row_by_row():
     expr = fm.sum(fm.exp(fm.matrix(X) @ fm.matrix(B)), axis=0)
     assert "for i0 in range(lo, hi" not in _source(expr, "fuse_all")
     np.testing.assert_allclose(_fused(expr, "fuse_all"), fm.evaluate(expr, fusion="none"))
+
+
+def _first_nearest_step(X, C):
+    Xm, Cm = fm.matrix(X), fm.matrix(C)
+    D = -2 * (Xm @ Cm.T) + np.sum(C * C, axis=1)
+    P = fm.one_hot(fm.argmax(-D, axis=1))
+    w = fm.matrix(np.linspace(0.5, 2.0, X.shape[0])[:, None])
+    return (P.T @ Xm, fm.sum(P, axis=0), P.T @ (w * Xm), P.T @ w)
+
+
+@pytest.mark.parametrize(("cols", "tiled", "sparse"), [(10, True, False), (40, False, False),
+                                                       (10, False, True)])  # fmt: skip
+def test_one_hot_scatter_matches_numpy(cols, tiled, sparse):
+    """P.T @ Y with P the one-hot rows of each record's first nearest centroid: finite rows of Y
+    are added to their group only, a row with inf or NaN makes 0 * inf NaN in the others, and
+    a tie goes to the first centroid, as numpy's ``np.eye(k)[np.argmax(-D, 1)].T @ Y``."""
+    X = RNG.standard_normal((ROWS, cols))
+    if sparse:
+        X[RNG.random(X.shape) < 0.7] = 0.0
+        X[:, 3] = X[:, 3] * 0.0  # -0.0 and 0.0 stored or not
+    X = _special(X)
+    C = RNG.standard_normal((7, cols))
+    C[5] = C[2]  # exact ties: the records near centroid 2 go to 2, none to 5
+    Xv = sp.csr_array(X) if sparse else X
+    expr = _first_nearest_step(Xv, C)
+    assert ("for i0 in range(lo, hi" in _source(expr[0], "fuse_all")) == tiled
+    w = np.linspace(0.5, 2.0, ROWS)[:, None]
+    with np.errstate(all="ignore"):
+        P = np.eye(7)[np.argmax(-(-2 * (X @ C.T) + np.sum(C * C, axis=1)), axis=1)]
+        want = (P.T @ X, P.sum(axis=0), P.T @ (w * X), P.T @ w)
+    assert np.isnan(want[0]).any() and P[:, 2].sum() > 0 and P[:, 5].sum() == 0
+    # cost_based fuses the four outputs into one Row kernel (fuse_all: four, each compiled)
+    assert [op.template for op in fm.explain(expr, fusion="cost_based").operators] == ["row"]
+    for mode in ("none", "cost_based"):
+        got = _fused(expr, mode) if mode != "none" else fm.evaluate(expr, fusion="none")
+        for g, v in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.reshape(g, v.shape), v, rtol=1e-12, atol=1e-12)

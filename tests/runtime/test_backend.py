@@ -95,6 +95,8 @@ def _fits():
                      y + (X[:, 0] > 0), "coef_", id="MLogReg-lbfgs"),
         pytest.param(KMeans(n_clusters=3, n_init=1, random_state=0), X, None,
                      "cluster_centers_", id="KMeans"),
+        pytest.param(KMeans(n_clusters=3, n_init=1, random_state=0, algorithm="lloyd"), X, None,
+                     "cluster_centers_", id="KMeans-lloyd"),
         pytest.param(ALSCG(rank=3, max_iter=2, random_state=0), R, None, "user_factors_",
                      id="ALSCG"),
     ]  # fmt: skip
