@@ -183,16 +183,23 @@ def outer_csr(data, indices, indptr, U, V):
     return total
 
 
+@numba.njit(cache=True)
+def _squared_norms(C):
+    """||c_q||^2 of each row of C, summed over its columns in order."""
+    c2 = np.zeros(C.shape[0])
+    for q in range(C.shape[0]):
+        for t in range(C.shape[1]):
+            c2[q] += C[q, t] * C[q, t]
+    return c2
+
+
 @numba.njit(**FLAGS)
 def lloyd_dense(X, C):
     """The KMeans step: the sums and counts of the records each centroid attracts, a record
     tied between several nearest centroids shared equally among them (as the fused body)."""
     m, n = X.shape
     k = C.shape[0]
-    c2 = np.zeros(k)
-    for q in range(k):
-        for t in range(n):
-            c2[q] += C[q, t] * C[q, t]
+    c2 = _squared_norms(C)
     sums = np.zeros((CHUNKS, k, n))
     counts = np.zeros((CHUNKS, k))
     for c in prange(CHUNKS):
@@ -228,10 +235,7 @@ def lloyd_tiles_dense(X, C):
     rather than along K, and the sums by a second BLAS product."""
     m, n = X.shape
     k = C.shape[0]
-    c2 = np.zeros(k)
-    for q in range(k):
-        for t in range(n):
-            c2[q] += C[q, t] * C[q, t]
+    c2 = _squared_norms(C)
     sums = np.zeros((CHUNKS, k, n))
     counts = np.zeros((CHUNKS, k))
     for c in prange(CHUNKS):
@@ -269,10 +273,7 @@ def lloyd_first_tiles_dense(X, C):
     (no shares: a tie goes to the first)."""
     m, n = X.shape
     k = C.shape[0]
-    c2 = np.zeros(k)
-    for q in range(k):
-        for t in range(n):
-            c2[q] += C[q, t] * C[q, t]
+    c2 = _squared_norms(C)
     sums = np.zeros((CHUNKS, k, n))
     counts = np.zeros((CHUNKS, k))
     for c in prange(CHUNKS):
