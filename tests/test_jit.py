@@ -150,3 +150,37 @@ def test_compressed_size_class_is_part_of_the_signature(fresh_stats):
     assert fresh_stats()["traces"] == 1
     step(fm.compress(rng.integers(0, 1000, (2000, 3)).astype(float), min_ratio=0.0))
     assert fresh_stats()["traces"] == 2
+
+
+def test_plain_arrays_and_floats_get_the_registry_s_signature():
+    """float64 arrays and Python floats are recognized without the format registry; their
+    signature entries are those the registry gives equal values of other types."""
+    from fusedml.ir.trace import normalize_arg
+
+    for a in (np.ones(3), np.ones((4, 2)), np.ones((0, 3)), np.asfortranarray(np.ones((2, 3)))):
+        spec, value = normalize_arg("x", a, False)
+        assert value is a
+        assert spec == normalize_arg("x", a.astype(np.int64), False)[0]
+    spec, value = normalize_arg("s", 2.5, False)
+    assert value == 2.5 and type(value) is float
+    assert spec == normalize_arg("s", np.float64(2.5), False)[0]
+    assert normalize_arg("k", 2.5, True)[0].kind == "static"
+
+
+def test_outputs_never_share_memory_with_arguments():
+    @fm.jit
+    def f(X, v, S):
+        return X.T, v, S * 2.0, X * 1, X + 1
+
+    X, v = np.ones((3, 2)), np.ones(3)
+    S = sp.csr_array(X)
+
+    def arrays(a):
+        return [a.data, a.indices, a.indptr] if sp.issparse(a) else [a]
+
+    outs = f(X, v, S)
+    np.testing.assert_array_equal(outs[0], X.T)
+    np.testing.assert_array_equal(outs[1], v)
+    for out in outs:
+        for inp in (X, v, S):
+            assert not any(np.shares_memory(a, b) for a in arrays(out) for b in arrays(inp))

@@ -118,6 +118,11 @@ class Plan:
         return tuple(map(tuple, freed))
 
     @functools.cached_property
+    def unfused_steps(self) -> int:
+        """Steps that are single nodes run on their own (neither fused nor hand operators)."""
+        return sum(1 for n in self.unfused if n.op is not Op.HAND)
+
+    @functools.cached_property
     def constants(self) -> tuple[Node, ...]:
         return tuple(n for n in self.dag.nodes if n.op is Op.CONST)
 

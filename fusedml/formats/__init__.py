@@ -356,7 +356,9 @@ class _Csr(Format):
         return int(value.nnz)
 
     def arrays(self, value: Any) -> list[np.ndarray]:
-        return [value.data]
+        # the structure too: a result sharing an input's indices, changed in place (as
+        # ``eliminate_zeros`` does), would change the input
+        return [value.data, value.indices, value.indptr]
 
     def vstack(self, blocks: list[Any]) -> sp.csr_array:
         return sp.csr_array(sp.vstack(blocks, format="csr"))

@@ -38,7 +38,7 @@ class BindingError(ValueError):
 
 def check_result(node: Node, value: Value) -> None:
     """O(1) invariant: a step's value has the shape and format its meta names."""
-    shape = () if np.ndim(value) == 0 else value.shape
+    shape = getattr(value, "shape", ())  # floats have none; numpy scalars and 0-d arrays ()
     fmt = Format.of(value) if shape else node.meta.format
     if shape != node.shape or fmt is not node.meta.format:
         raise AssertionError(
@@ -163,7 +163,7 @@ class LocalBackend:
         out = fmt.canonical.to_dense(value).reshape(-1) if ndim == 1 else value
         if dtype != "float64":
             out = out.astype(dtype)
-        if any(_shares_memory(out, inp) for inp in inputs):
+        if not _fresh(value, inputs) and any(_shares_memory(out, inp) for inp in inputs):
             return out.copy()
         return out
 
@@ -173,6 +173,15 @@ def _arrays(value: Any) -> list[np.ndarray]:
         return []
     fmt = Format.of(value)
     return fmt.arrays(value) if fmt is not None else []
+
+
+def _fresh(value: Any, inputs: Sequence[Any]) -> bool:
+    """Whether a value is a numpy array that owns its memory and is none of the inputs: one a
+    step allocated, which cannot share memory with them (the full test, per input, cost more
+    than a small unfused operator)."""
+    return (
+        type(value) is np.ndarray and value.base is None and all(value is not inp for inp in inputs)
+    )
 
 
 def _shares_memory(a: Any, b: Any) -> bool:

@@ -3,6 +3,8 @@ backend (``backend.py``), each intermediate freed after its last use."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +21,7 @@ from fusedml.runtime.backend import (
     current_backend,
 )
 from fusedml.runtime.backend import evaluate_dag as _evaluate_dag
-from fusedml.runtime.reference import Value
+from fusedml.runtime.reference import Value, silenced
 
 __all__ = ["BindingError", "evaluate_dag", "execute", "to_user"]
 
@@ -43,7 +45,6 @@ def _step(backend: LocalBackend, step: Any, values: dict[Node, Value]) -> None:
         values[step] = backend.run_hand(step, args)
     else:
         values[step] = backend.run_node(step, args)
-        _stats.bump("ops_executed")
     check_result(step, values[step])
 
 
@@ -55,20 +56,27 @@ def execute(
     dag = plan.dag
     values: dict[Node, Value] = {}
     backend.begin()
-    with _stats.timed("execute"):
-        for leaf in dag.leaves:
-            try:
-                value = bindings[leaf]
-            except KeyError:
-                raise BindingError(f"no value bound to input {leaf.attr('name')!r}") from None
-            values[leaf] = backend.bind(leaf, value)
-        for node in plan.constants:
-            values[node] = node.attr("value")
-        for step, freed in zip(plan.schedule, plan.releases, strict=True):
-            _step(backend, step, values)
-            for node in freed:
-                values.pop(node, None)
-        return backend.finish([values[r] for r in dag.roots])
+    # single nodes run with floating-point warnings off, entered once for all of them
+    quiet = silenced() if plan.unfused else contextlib.nullcontext()
+    start = time.perf_counter()
+    try:
+        with quiet:
+            for leaf in dag.leaves:
+                try:
+                    value = bindings[leaf]
+                except KeyError:
+                    raise BindingError(f"no value bound to input {leaf.attr('name')!r}") from None
+                values[leaf] = backend.bind(leaf, value)
+            for node in plan.constants:
+                values[node] = node.attr("value")
+            for step, freed in zip(plan.schedule, plan.releases, strict=True):
+                _step(backend, step, values)
+                for node in freed:
+                    values.pop(node, None)
+            _stats.bump("ops_executed", plan.unfused_steps)
+            return backend.finish([values[r] for r in dag.roots])
+    finally:
+        _stats.add_seconds("execute", time.perf_counter() - start)
 
 
 def to_user(value: Value, ndim: int, dtype: str, inputs: list[Any]) -> Any:
