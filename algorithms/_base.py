@@ -152,11 +152,12 @@ def balancing_scale(magnitude: float) -> float:
     return math.ldexp(1.0, min(-math.frexp(magnitude)[1], 1023))
 
 
-def rescaled(X, reg: float) -> tuple:
+def rescaled(X, reg: float, magnitude: float | None = None) -> tuple:
     """(c * X, c) with the power of two c that balances X against the penalty ``reg`` (see
     ``balancing_scale``): the problem on c * X with the penalty reg * c**2 has the coefficients
-    of the problem on X divided by c."""
-    c = balancing_scale(max(max_abs(X), math.sqrt(reg)))
+    of the problem on X divided by c. ``magnitude``: X's ``max_abs`` if known."""
+    magnitude = max_abs(X) if magnitude is None else magnitude
+    c = balancing_scale(max(magnitude, math.sqrt(reg)))
     return scaled(X, c), c
 
 

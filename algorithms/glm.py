@@ -23,6 +23,7 @@ from fusedml.algorithms._base import (
     joined,
     lbfgs,
     linear,
+    max_abs,
     max_row_norm,
     rescaled,
     sample_weights,
@@ -122,6 +123,11 @@ def _mean(X, coef, intercept, spec):
     return fm.exp(eta) if link_power == 0 else eta ** (1.0 / link_power)
 
 
+def _weighted_features(X, sw) -> bool:
+    """Whether a record of positive weight has a non-zero feature, for an X that has one."""
+    return np.isscalar(sw) or max_row_norm(X, sw) > 0
+
+
 def _responses(y, no):
     return (y,) if no is None else (y, no)
 
@@ -217,19 +223,22 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         X, y = validated(self, X, y, y_numeric=True)
         sw = sample_weights(sample_weight, X)
         reg = float(self.reg)
-        X, c = rescaled(as_float_matrix(X), reg)
+        X = as_float_matrix(X)
+        magnitude = max_abs(X)
+        X, c = rescaled(X, reg, magnitude)
         lam = np.full(X.shape[1] + self.fit_intercept, reg * c * c)
         if self.fit_intercept:
             lam[-1] = 0.0
         y, no = self._response_columns(y, spec[0])
-        beta = self._fit(X, y, no, sw, lam, spec)
+        beta = self._fit(X, y, no, sw, lam, spec, magnitude)
         d = self.n_features_in_
         self.coef_ = unscaled_coefficients(beta[:d], c, "GLM")
         self.intercept_ = float(beta[d]) if self.fit_intercept else 0.0
         return self
 
-    def _fit(self, X, y, no, sw, lam, spec):
-        """The coefficients of [X, 1] (of X without an intercept, ``lam`` one shorter)."""
+    def _fit(self, X, y, no, sw, lam, spec, magnitude):
+        """The coefficients of [X, 1] (of X without an intercept, ``lam`` one shorter);
+        ``magnitude``: X's largest |entry|."""
         family, _, link, link_power = spec
         D, d = len(lam), X.shape[1]
         max_cg = self.max_inner_iter or D
@@ -239,19 +248,25 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         total, *bad = _log_lik_at(sat_eta, y, no, sw, spec)
         saturated = fam.log_lik_value(total, bad)
 
-        def evaluate(beta):
-            total, *bad = _log_lik(X, *coefficients(beta, d), y, no, sw, spec)
-            ll = fam.log_lik_value(total, bad)
+        def evaluate(beta, ll=None):
+            """(penalized log-likelihood, deviance) at beta; ``ll``: its log-likelihood if
+            known."""
+            if ll is None:
+                total, *bad = _log_lik(X, *coefficients(beta, d), y, no, sw, spec)
+                ll = fam.log_lik_value(total, bad)
             if not np.isfinite(ll):
                 return -np.inf, np.nan
             return ll - 0.5 * float(np.sum(lam * beta**2)), 2.0 * (saturated - ll)
 
+        if self.solver == "lbfgs":  # no trust radius: row norms only where weights hide X
+            if len(lam) == d and (magnitude == 0 or not _weighted_features(X, sw)):
+                return self._fit_null(D, evaluate)
+            beta = self._initial_beta(X, D, sw, family, link, link_power, max_cg)
+            return self._lbfgs(X, y, no, sw, lam, spec, evaluate, beta)
         row_norm = max_row_norm(X, sw, intercept=len(lam) > d)
         if row_norm == 0:
             return self._fit_null(D, evaluate)
         beta = self._initial_beta(X, D, sw, family, link, link_power, max_cg)
-        if self.solver == "lbfgs":
-            return self._lbfgs(X, y, no, sw, lam, spec, evaluate, beta)
         delta = 0.5 * math.sqrt(D) / row_norm
         return self._trust_region(X, y, no, sw, lam, spec, evaluate, beta, delta, max_cg)
 
@@ -261,16 +276,20 @@ class GLM(FusedEstimatorMixin, RegressorMixin, BaseEstimator):
         parts = 1 + (len(lam) > d)  # X.T @ G, and the ones column's sum
         n = total_weight(sw, X.shape[0]) or 1.0  # no weight at all: the penalty alone
 
+        last = {}  # the latest point's log-likelihood: usually the result's (a pass fewer)
+
         def objective(beta):
             out = _loss_and_gradient(X, *coefficients(beta, d), y, no, sw, spec)
             ll = fam.log_lik_value(out[parts], out[parts + 1 :])
+            last.update(beta=beta.copy(), ll=ll)
             if not np.isfinite(ll):  # outside the domain: the line search steps back
                 return np.inf, np.zeros_like(beta)
             penalty = 0.5 * float(np.sum(lam * beta**2))
             return (penalty - ll) / n, (lam * beta - joined(out[:parts])) / n
 
         result = lbfgs(objective, beta, self.max_iter, self.tol)
-        ll, self.deviance_ = evaluate(result.x)
+        known = np.array_equal(result.x, last.get("beta"))
+        ll, self.deviance_ = evaluate(result.x, last["ll"] if known else None)
         if not np.isfinite(ll):
             raise ValueError(
                 "GLM found no coefficients with a finite (penalized) log-likelihood from its "
