@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -107,6 +108,11 @@ class Config:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and value >= 0):
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+
+    @functools.cached_property
+    def cost_key(self) -> tuple:
+        """The cost-model fields' values (plans are kept per cost setting)."""
+        return tuple(getattr(self, name) for name in COST_FIELDS)
 
     @property
     def cost_overrides(self) -> dict[str, float | None]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from fusedml import _stats, pipeline
-from fusedml._config import COST_FIELDS, check_fusion_mode, get_config
+from fusedml._config import check_fusion_mode, get_config
 from fusedml.cplan.plan import Plan
 from fusedml.ir.trace import Traced, bind_value, normalize_arg, trace
 
@@ -141,7 +141,7 @@ class JitFunction:
         requested = pipeline.resolve_fusion(mode)
         # a plan chosen under other cost settings (fm.config(dispatch_s=...)) is not this one
         config = get_config()
-        plan_key = (requested, tuple(getattr(config, f) for f in COST_FIELDS))
+        plan_key = (requested, config.cost_key)
         with self._lock:
             plan = program.plans.get(plan_key)
         if plan is None:

@@ -63,6 +63,16 @@ def leaf(fmt, shape=(100, 50), nnz=500):
     return placeholder(f"x_{fmt.name}", shape, fmt, nnz).node
 
 
+def test_a_format_registered_or_removed_is_seen_by_values_of_types_asked_about_before():
+    value = ell.Ell.from_csr(sp.csr_array(np.eye(3)))
+    before = Format.of(value)  # remembered per type
+    with ell.registered() as fmt:
+        assert before is not fmt and Format.of(value) is fmt
+        assert Format.of(np.eye(3)) is Format.DENSE
+    assert Format.of(value) is before
+    assert Format.of(sp.csr_array(np.eye(3))) is Format.CSR
+
+
 def test_detection_and_conversion():
     assert Format.of(np.zeros(3)) is Format.DENSE and Format.of([1, 2]) is Format.DENSE
     assert Format.of(sp.coo_array(np.eye(2))) is Format.CSR

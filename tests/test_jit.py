@@ -1,5 +1,7 @@
 """fm.jit traces once per input signature and binds new values on every call."""
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -165,6 +167,10 @@ def test_plain_arrays_and_floats_get_the_registry_s_signature():
     assert value == 2.5 and type(value) is float
     assert spec == normalize_arg("s", np.float64(2.5), False)[0]
     assert normalize_arg("k", 2.5, True)[0].kind == "static"
+    for a in (np.ones((4, 2)), sp.csr_array(np.eye(3)), 2.5, True, ("a", 1)):
+        spec = normalize_arg("x", a, False)[0]  # hashes kept per entry: rebuilt by pickling
+        again = pickle.loads(pickle.dumps(spec))
+        assert again == spec and hash(again) == hash(spec) and {spec: 1}[again] == 1
 
 
 def test_outputs_never_share_memory_with_arguments():

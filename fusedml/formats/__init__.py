@@ -68,6 +68,8 @@ class Format:
     # registered formats in detection order; the dense format is the fallback for array-likes
     _registry: ClassVar[list[Format]] = []
     _by_type: ClassVar[dict[type, Format | None]] = {}  # which format claims values of a type
+    # the same for the types no collection claims: one lookup where executors check every value
+    _local_by_type: ClassVar[dict[type, Format | None]] = {}
     DENSE: ClassVar[Format]
     CSR: ClassVar[Format]
 
@@ -163,7 +165,7 @@ class Format:
         if any(f.name == fmt.name for f in cls._registry):
             raise ValueError(f"a format named {fmt.name!r} is registered already")
         cls._registry.insert(0, fmt)
-        cls._by_type.clear()
+        _forget_claims()
         return fmt
 
     @classmethod
@@ -171,7 +173,7 @@ class Format:
         if fmt in (cls.DENSE, cls.CSR):
             raise ValueError("the built-in formats stay registered")
         cls._registry.remove(fmt)
-        cls._by_type.clear()
+        _forget_claims()
 
     @classmethod
     def members(cls) -> tuple[Format, ...]:
@@ -188,10 +190,14 @@ class Format:
     def of(cls, value: Any) -> Format | None:
         """The format that claims a value (None: no format knows it); a collection's value has
         its blocks' format."""
+        found = cls._local_by_type.get(type(value), _UNASKED)
+        if found is not _UNASKED:
+            return found
         collection = Collection.of(value)
         if collection is not None:
             return collection.block_format(value)
-        return _claimant(cls._registry, cls._by_type, value)
+        found = cls._local_by_type[type(value)] = _claimant(cls._registry, cls._by_type, value)
+        return found
 
     @classmethod
     def convert(cls, value: Any, what: str = "fm.matrix") -> tuple[Format, Any]:
@@ -256,12 +262,18 @@ class Collection:
     @classmethod
     def register(cls, collection: Collection) -> Collection:
         cls._registry.append(collection)
-        cls._by_type.clear()
+        _forget_claims()
         return collection
 
     @classmethod
     def of(cls, value: Any) -> Collection | None:
         return _claimant(cls._registry, cls._by_type, value)
+
+
+def _forget_claims() -> None:
+    """Drop the remembered claims (a format or collection joined or left its registry)."""
+    for remembered in (Format._by_type, Format._local_by_type, Collection._by_type):
+        remembered.clear()
 
 
 def nnz_of(fmt: Format, value: Any) -> int:

@@ -34,7 +34,7 @@ def topological(roots: Iterable[Node]) -> list[Node]:
 class Dag:
     """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
 
-    __slots__ = ("consumers", "index", "nodes", "roots")
+    __slots__ = ("consumers", "index", "leaves", "nodes", "roots")
 
     def __init__(self, roots: Iterable[Node]) -> None:
         self.roots: tuple[Node, ...] = tuple(roots)
@@ -46,10 +46,7 @@ class Dag:
             for child in node.inputs:
                 consumers[child].append(node)
         self.consumers = consumers
-
-    @property
-    def leaves(self) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if n.op is Op.DATA)
+        self.leaves: tuple[Node, ...] = tuple(n for n in self.nodes if n.op is Op.DATA)
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -9,6 +9,7 @@ bool/str/None/tuple, compared by value).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +32,18 @@ class ArgSpec:
     value: Any = None  # static arguments only
     blocks: int = 0  # row blocks of a distributed value (a collection's), 0 for a local one
 
+    def __post_init__(self) -> None:
+        # each call hashes its signature: computed once, not per lookup
+        fields = (self.kind, self.shape, self.format, self.density_decade, self.size_class)
+        object.__setattr__(self, "_hash", hash((*fields, self.value, self.blocks)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        # the hash is this process's (formats hash by identity): rebuilt, never pickled
+        return (ArgSpec, tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+
 
 _STATIC_TYPES = (bool, str, type(None), tuple)
 _SCALAR_SPEC = ArgSpec("scalar", (), Format.DENSE)
@@ -39,6 +52,11 @@ _SCALAR_SPEC = ArgSpec("scalar", (), Format.DENSE)
 @functools.lru_cache(maxsize=4096)
 def _dense_spec(shape: tuple[int, ...]) -> ArgSpec:
     return ArgSpec("matrix", shape, Format.DENSE, None, Format.DENSE.size_class(shape, ()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _static_spec(kind: type, value: Any) -> ArgSpec:
+    return ArgSpec("static", value=value)  # kind in the key: True, 1 and 1.0 are equal
 
 
 def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
@@ -59,10 +77,9 @@ def normalize_arg(name: str, value: Any, static: bool) -> tuple[ArgSpec, Any]:
     what = f"argument {name!r}"
     if static or isinstance(value, _STATIC_TYPES):
         try:
-            hash(value)
+            return _static_spec(kind, value), value
         except TypeError:
             raise TypeError(f"static {what} must be hashable, got {type(value).__name__}") from None
-        return ArgSpec("static", value=value), value
     if isinstance(value, Expr):
         raise TypeError(f"{what}: pass concrete arrays to a jit function, not lazy expressions")
     fmt, value = Format.convert(value, what)
