@@ -34,15 +34,17 @@ class ArgSpec:
 
     def __post_init__(self) -> None:
         # each call hashes its signature: computed once, not per lookup
-        fields = (self.kind, self.shape, self.format, self.density_decade, self.size_class)
-        object.__setattr__(self, "_hash", hash((*fields, self.value, self.blocks)))
+        object.__setattr__(self, "_hash", hash(self._fields()))
 
     def __hash__(self) -> int:
         return self._hash
 
     def __reduce__(self) -> tuple:
         # the hash is this process's (formats hash by identity): rebuilt, never pickled
-        return (ArgSpec, tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+        return (ArgSpec, self._fields())
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
 
 _STATIC_TYPES = (bool, str, type(None), tuple)

@@ -69,13 +69,8 @@ def execute(
                 values[leaf] = backend.bind(leaf, value)
             for node in plan.constants:
                 values[node] = node.attr("value")
-            run_node = backend.run_node
             for step, freed in zip(plan.schedule, plan.releases, strict=True):
-                if type(step) is Node and step.op is not Op.HAND:  # inlined: the common step
-                    value = values[step] = run_node(step, [values[i] for i in step.inputs])
-                    check_result(step, value)
-                else:
-                    _step(backend, step, values)
+                _step(backend, step, values)
                 for node in freed:
                     values.pop(node, None)
             _stats.bump("ops_executed", plan.unfused_steps)
