@@ -13,7 +13,9 @@ A tree is a tuple: ("leaf", k) | ("const", c) | ("un", name, a) | ("bin", name, 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,9 +149,25 @@ def _binary(name: str, a: V, b: V) -> V:
     return V(out, csr=csr)
 
 
+# dense products through BLAS (True), or with every term rounded before it is summed (False):
+# the two may differ where a term overflows beside an infinite one (fused multiply-adds keep
+# inf + x * y at inf, a rounded x * y = -inf gives NaN); ``products_rounded`` switches
+_BLAS = [True]
+
+
+@contextlib.contextmanager
+def products_rounded() -> Iterator[None]:
+    """Evaluate dense products with rounded terms in the block (as scalar loops do)."""
+    _BLAS.append(False)
+    try:
+        yield
+    finally:
+        _BLAS.pop()
+
+
 def _matmul(a: V, b: V) -> V:
     A, B = np.asarray(a.value), np.asarray(b.value)
-    if not (a.csr or b.csr):
+    if not (a.csr or b.csr) and _BLAS[-1]:
         with np.errstate(all="ignore"):
             out = np.matmul(A, B)
         return V(np.float64(out) if out.ndim == 0 else out)

@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+import numpy as np
 from hypothesis import given, settings
 
 import fusedml as fm
@@ -69,3 +70,20 @@ def test_every_mode_keeps_special_values():
 
     every_mode_keeps()
     assert_fused_operators_ran(runs, at_least=10)  # runs seen: 26 to 49 per mode
+
+
+def test_a_product_term_that_overflows_beside_an_infinite_one():
+    """(W * (U @ V.T - X)).T @ U where a row of the last product sums inf and a term
+    1.05e299 * -1e300: BLAS's fused multiply-add keeps the sum at inf, a loop that rounds the
+    term to -inf first gives NaN (the hand-written wdivmm operator does). Each mode must give
+    one of the two, cell by cell, and every other cell as the oracle."""
+    X = np.array([[0.126, -0.132, 0.640], [0.105, -0.536, 0.362]])
+    W = np.array([[2.0, 1.0, 0.0], [-1.0, -1.0, -2.0]])
+    U = np.array([[-np.inf, -1.198], [-1.724, -1e300]])
+    V = np.array([[0.126, -0.132], [0.640, 0.105], [-0.536, 0.362]])
+    x, w, u, v = (("leaf", k) for k in range(4))
+    uv = ("matmul", u, ("T", v))
+    tree = ("matmul", ("T", ("bin", "multiply", w, ("bin", "subtract", uv, x))), u)
+    before = fm.stats().get("hand_ops_executed", 0)
+    check_every_mode(tree, [X, W, U, V], Counter())
+    assert fm.stats().get("hand_ops_executed", 0) > before  # the loop that gives NaN ran

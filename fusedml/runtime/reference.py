@@ -202,6 +202,14 @@ def _without_stored_zeros(x: Value) -> Value:
     return x
 
 
+def dense_product(a: Value, b: Value) -> Value:
+    """A product of two dense values: their own ``@``, which for ndarrays is BLAS. Its fused
+    multiply-adds may keep a term whose rounded product would overflow (inf + x * y stays inf
+    where a loop that rounds x * y to -inf first gives NaN); both are the product up to the
+    contraction of its sums, which the tests accept by swapping this function."""
+    return a @ b
+
+
 def _matmul(node: Node, a: Value, b: Value) -> Value:
     a, b = _without_stored_zeros(a), _without_stored_zeros(b)
     if sp.issparse(a) and sp.issparse(b):
@@ -212,7 +220,7 @@ def _matmul(node: Node, a: Value, b: Value) -> Value:
         return np.asarray((b.T @ a.T).T)
     if sp.issparse(a):
         return np.asarray(a @ b)
-    return a @ b  # dense: no conversion, so that any dense array type keeps its own product
+    return dense_product(a, b)  # no conversion: any dense array type keeps its own product
 
 
 def _transpose(node: Node, x: Value) -> Value:
@@ -287,7 +295,7 @@ def _plain_dense(op: Op, args: Sequence[Value]) -> Value:
     if fn is not None:
         return fn(*args)
     if op is Op.MATMUL:
-        return args[0] @ args[1]
+        return dense_product(args[0], args[1])
     if op is Op.TRANSPOSE:
         return args[0].T
     return NotImplemented
