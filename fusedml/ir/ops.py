@@ -13,6 +13,10 @@ from scipy.special import expit
 
 
 class Op(enum.Enum):
+    # members are singletons compared by identity: hash them so too (in C), not by Enum's
+    # hash of the name (a Python call; ops key the dispatch tables of every step that runs)
+    __hash__ = object.__hash__
+
     # leaves
     DATA = "data"  # an input matrix or runtime scalar, bound when the plan runs
     CONST = "const"  # a float literal known when the expression is built

@@ -169,6 +169,18 @@ def _argmax_rows(x: Value) -> np.ndarray:
     return out.astype(np.float64).reshape(-1, 1)
 
 
+def _dense_axis_sum(x: Value, axis: int) -> Value:
+    """``x.sum(axis, keepdims=True)``; for float64 arrays as a product with a ones vector, which
+    BLAS runs 2-10x faster than numpy's reduction over short rows or columns (1,797 x 10: 6
+    against 40 us; 1M x 10 along rows: 5 against 24 ms). Multiplying by one is exact, so only
+    the order of the sum differs (both start from +0.0: a sum of -0.0 alone is +0.0)."""
+    if type(x) is not np.ndarray or x.dtype != np.float64 or x.ndim != 2:
+        return x.sum(axis=axis, keepdims=True)
+    if axis == 0:
+        return (np.ones(x.shape[0]) @ x).reshape(1, -1)
+    return (x @ np.ones(x.shape[1])).reshape(-1, 1)
+
+
 def _aggregate(node: Node, x: Value) -> Value:
     axis = node.attr("axis")
     op = node.op
@@ -180,7 +192,7 @@ def _aggregate(node: Node, x: Value) -> Value:
         elif sp.issparse(x):
             total = np.asarray(x.sum(axis=axis)).reshape(node.shape)
         else:
-            total = x.sum(axis=axis, keepdims=True)
+            total = _dense_axis_sum(x, axis)
         if op is Op.MEAN:  # sum / count: an empty mean is NaN, like numpy, but silently
             count = x.shape[0] * x.shape[1] if axis is None else x.shape[axis]
             total = _safe_div(total, count)
@@ -239,7 +251,9 @@ def _hstack(node: Node, *xs: Value) -> Value:
 
 def _onehot(node: Node, x: Value) -> Value:
     out = np.zeros(node.shape)
-    out[np.arange(node.shape[0]), _argmax_rows(x).ravel().astype(np.int64)] = 1.0
+    hot = np.argmax(x, axis=1) if type(x) is np.ndarray else _argmax_rows(x).ravel()
+    if out.size:  # the flat positions of row i's hot cell: one index array, not two
+        out.ravel()[np.arange(0, out.size, out.shape[1]) + hot.astype(np.int64)] = 1.0
     return out
 
 
@@ -288,9 +302,10 @@ def _plain(args: Sequence[Value]) -> bool:
     return all(type(a) is np.ndarray or type(a) is float for a in args)
 
 
-def _plain_dense(op: Op, args: Sequence[Value]) -> Value:
+def _plain_dense(node: Node, args: Sequence[Value]) -> Value:
     """The common ops on ``_plain`` values, without the format dispatch below (which cost
     several times numpy's own call on small data); NotImplemented for the rest."""
+    op = node.op
     fn = ELEMENTWISE_FN.get(op)
     if fn is not None:
         return fn(*args)
@@ -298,6 +313,8 @@ def _plain_dense(op: Op, args: Sequence[Value]) -> Value:
         return dense_product(args[0], args[1])
     if op is Op.TRANSPOSE:
         return args[0].T
+    if op in AGGREGATE:
+        return _aggregate(node, args[0])
     return NotImplemented
 
 
@@ -342,7 +359,7 @@ def _evaluate(node: Node, args: Sequence[Value]) -> Value:
     # plain values first: none of them is of a format with native operations or a hand
     # operator's, and most small unfused nodes are of this kind
     if node.meta.format is Format.DENSE and _plain(args):
-        value = _plain_dense(node.op, args)
+        value = _plain_dense(node, args)
         if value is not NotImplemented:
             return value
     if _NATIVE:

@@ -87,6 +87,25 @@ def test_aggregates(to_format, name, axis, keepdims):
     np.testing.assert_allclose(got, want, rtol=1e-13, equal_nan=True)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_row_and_column_sums_keep_numpy_s_special_values_and_zero_signs(axis):
+    """Dense sums along an axis run as products with ones: the same NaN, infinities, overflow
+    and signed zeros as numpy's sum, on narrow and wide shapes."""
+    rng = np.random.default_rng(5)
+    for shape in [(40, 3), (3, 40), (1, 7), (7, 1), (0, 4), (4, 0), (300, 64)]:
+        a = rng.normal(size=shape)
+        if a.size:
+            a.flat[rng.integers(0, a.size, 4)] = [np.nan, np.inf, -np.inf, 1e308]
+        b = np.full(shape, -0.0)
+        ints = rng.integers(-3, 4, size=shape)
+        for values in (a, b, np.abs(a) * 1e300, ints):
+            got = ev(fm.sum(fm.matrix(values), axis=axis, keepdims=True))
+            want = np.sum(values, axis=axis, keepdims=True).astype(np.float64)
+            np.testing.assert_allclose(got, want, rtol=1e-13, equal_nan=True)
+            signed = ~np.isnan(want)  # a NaN's sign means nothing
+            np.testing.assert_array_equal(np.signbit(got)[signed], np.signbit(want)[signed])
+
+
 @pytest.mark.parametrize("to_format", FORMATS)
 def test_argmax_first_maximum_and_nan(to_format):
     a = np.array([[1.0, 3.0, 3.0], [0.0, 0.0, 0.0], [-1.0, np.nan, 5.0], [-2.0, 0.0, -1.0]])
