@@ -23,7 +23,7 @@ class RowBlockBackend(LocalBackend):
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
-        self.calls = self.blocks = 0
+        self.calls = self.blocks = self.split = 0  # split: calls that ran in several blocks
 
     def run_kernel(self, op, inputs):
         spec, _, _ = fused.prepared(op)
@@ -37,6 +37,7 @@ class RowBlockBackend(LocalBackend):
             partials.append(fused.partials(op, part))
         self.calls += 1
         self.blocks += len(partials)
+        self.split += len(partials) > 1
         return fused.results(op, partials)
 
 
@@ -53,7 +54,10 @@ def test_differential_corpus_in_row_blocks():
                 check(*case, fusion="cost_based")
 
     corpus()
-    assert backend.calls >= 25 and backend.blocks > 1.5 * backend.calls, vars(backend)
+    # not vacuous: kernels ran split into blocks. Locally the examples are random, many with
+    # at most 2 rows (one block): 10-39 split calls seen in 7 runs, 28 in CI's fixed examples
+    # (the bound this replaces, 25 calls in all, failed a local run with 23)
+    assert backend.split >= 5, vars(backend)
 
 
 def test_kernels_ran_in_several_blocks(fresh_stats):
