@@ -31,7 +31,7 @@ from fusedml.rewrite.driver import rewrite
 from fusedml.rewrite.pattern import P, any_node, const_value
 from fusedml.rewrite.rules import Rule
 from fusedml.select.candidates import Candidate
-from fusedml.select.cost import drives_sparse, sparse_driver
+from fusedml.select.cost import drives_sparse, read_whole, sparse_driver
 
 _X = any_node("x")
 CLEANUP: tuple[Rule, ...] = (
@@ -137,7 +137,9 @@ def _main_input(op: Candidate) -> Node:
         matrices = [m for m in matrices if m not in factors] or matrices
     if op.type is TemplateType.ROW:  # the widest input over the rows the operator iterates
         rows = iterated_rows(op.roots[0])
-        candidates = [i for i in matrices if i.meta.rows == rows] or matrices
+        whole = read_whole(op)
+        candidates = [i for i in matrices if i.meta.rows == rows and i not in whole]
+        candidates = candidates or [i for i in matrices if i.meta.rows == rows] or matrices
         return max(candidates, key=lambda i: i.meta.cols)
     if op.type in (TemplateType.CELL, TemplateType.MAGG):
         # an input of the shape the cells scan (one always exists, as every elementwise node has

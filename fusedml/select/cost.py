@@ -138,8 +138,23 @@ def sparse_driver(op: Candidate) -> Node | None:
     if not all(b.meta.format.zeros_annihilate for b in bodies):
         return None
     shape = bodies[0].shape
-    drivers = [i for i in op.inputs if drives_sparse(i) and i.shape == shape]
+    whole = read_whole(op)
+    drivers = [i for i in op.inputs if drives_sparse(i) and i.shape == shape and i not in whole]
     return max(drivers, key=lambda i: i.meta.nnz) if drivers else None
+
+
+def read_whole(op: Candidate) -> set[Node]:
+    """The inputs a Row operator reads whole for every row: the right operands of its products
+    ``(...) @ B`` and ``(...) @ B.T``. Their rows are not the rows it iterates, even where their
+    shape says so (``A @ B`` with A square: B has the output's shape)."""
+    if op.type is not TemplateType.ROW:
+        return set()
+    whole = set()
+    for n in op.nodes:
+        if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE:
+            right = n.inputs[1]
+            whole.add(right.inputs[0] if right.op is Op.TRANSPOSE else right)
+    return whole & set(op.inputs)
 
 
 def all_cores(n: Node) -> bool:

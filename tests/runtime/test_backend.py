@@ -60,6 +60,20 @@ def test_differential_corpus_in_row_blocks():
     assert backend.split >= 5, vars(backend)
 
 
+@pytest.mark.parametrize(("m", "n"), [(4, 0), (4, 3), (6, 2)])
+def test_a_product_whose_right_operand_has_the_output_s_shape(m, n):
+    """A @ B of CSR operands with A square: B (m x n) has the output's shape, but its rows are
+    not the rows the Row kernel iterates, so it must not be the main input (blocks of A's rows
+    then read past their end)."""
+    A = sp.random(m, m, density=0.5, format="csr", random_state=1)
+    B = sp.random(m, n, density=0.5, format="csr", random_state=2)
+    backend = RowBlockBackend(2)
+    with fm.config(backend=backend, dispatch_s=0.0, compile_s=0.0):
+        got = fm.evaluate(fm.matrix(A) @ fm.matrix(B), fusion="cost_based")
+    np.testing.assert_allclose(got.toarray(), (A @ B).toarray(), rtol=1e-12)
+    assert backend.split >= 1, vars(backend)
+
+
 def test_kernels_ran_in_several_blocks(fresh_stats):
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(10, 3)), sp.random(10, 3, density=0.4, format="csr", random_state=1)
