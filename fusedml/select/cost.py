@@ -153,7 +153,9 @@ def read_whole(op: Candidate) -> set[Node]:
     for n in op.nodes:
         if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE:
             right = n.inputs[1]
-            whole.add(right.inputs[0] if right.op is Op.TRANSPOSE else right)
+            whole.add(right)  # B, or a transposed B computed before the operator
+            if right.op is Op.TRANSPOSE:
+                whole.add(right.inputs[0])  # B of a transpose inside the operator
     return whole & set(op.inputs)
 
 
