@@ -26,7 +26,7 @@ from fusedml.codegen.render import (
 )
 from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
 from fusedml.cplan.kinds import OutputKind
-from fusedml.ir.dag import Dag
+from fusedml.ir.dag import Dag, row_product_operands
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, Op
 
@@ -35,11 +35,7 @@ AXPY_FROM = 16  # products with at least this many columns are rendered as axpys
 
 def whole_matrices(body: Dag) -> set[Node]:
     """Placeholders a row kernel reads whole: the right operands of ``X @ B`` (passed dense)."""
-    return {
-        n.inputs[1]
-        for n in body.nodes
-        if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE and n.inputs[1].op is Op.DATA
-    }
+    return {b for b in row_product_operands(body.nodes) if b.op is Op.DATA}
 
 
 class _RowBody:

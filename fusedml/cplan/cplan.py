@@ -137,9 +137,9 @@ def _main_input(op: Candidate) -> Node:
         matrices = [m for m in matrices if m not in factors] or matrices
     if op.type is TemplateType.ROW:  # the widest input over the rows the operator iterates
         rows = iterated_rows(op.roots[0])
+        aligned = [i for i in matrices if i.meta.rows == rows]
         whole = read_whole(op)
-        candidates = [i for i in matrices if i.meta.rows == rows and i not in whole]
-        candidates = candidates or [i for i in matrices if i.meta.rows == rows] or matrices
+        candidates = [i for i in aligned if i not in whole] or aligned or matrices
         return max(candidates, key=lambda i: i.meta.cols)
     if op.type in (TemplateType.CELL, TemplateType.MAGG):
         # an input of the shape the cells scan (one always exists, as every elementwise node has

@@ -31,6 +31,12 @@ def topological(roots: Iterable[Node]) -> list[Node]:
     return order
 
 
+def row_product_operands(nodes: Iterable[Node]) -> set[Node]:
+    """The right operands of products ``(...) @ B`` among ``nodes`` (left operand not a
+    transpose): evaluated a row at a time, such a product reads B whole for every row."""
+    return {n.inputs[1] for n in nodes if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE}
+
+
 class Dag:
     """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
 

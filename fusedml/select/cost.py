@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fusedml.fusion.templates import TemplateType
+from fusedml.ir.dag import row_product_operands
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, FLOPS_PER_AGGREGATED_CELL, FLOPS_PER_CELL, Op
 from fusedml.select.candidates import Candidate, Selection
@@ -149,13 +150,8 @@ def read_whole(op: Candidate) -> set[Node]:
     shape says so (``A @ B`` with A square: B has the output's shape)."""
     if op.type is not TemplateType.ROW:
         return set()
-    whole = set()
-    for n in op.nodes:
-        if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE:
-            right = n.inputs[1]
-            whole.add(right)  # B, or a transposed B computed before the operator
-            if right.op is Op.TRANSPOSE:
-                whole.add(right.inputs[0])  # B of a transpose inside the operator
+    whole = row_product_operands(op.nodes)  # B, or a transposed B computed before the operator
+    whole |= {b.inputs[0] for b in whole if b.op is Op.TRANSPOSE}  # B of a transpose inside it
     return whole & set(op.inputs)
 
 
