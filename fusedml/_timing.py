@@ -1,5 +1,6 @@
 """Wall-clock timing of callables, for the CLI's tables, calibration and the benchmarks: one call's
-seconds, and medians of repeated calls after an untimed warm-up call."""
+seconds, and medians of repeated calls after an untimed warm-up call, optionally each started on
+an idle process."""
 
 from __future__ import annotations
 
@@ -25,15 +26,33 @@ def median_seconds(fn: Callable[[], Any], repeat: int, warm_up: bool = True) -> 
 
 
 def interleaved_median_seconds(
-    fns: Mapping[K, Callable[[], Any]], repeat: int, warm_up: bool = True
+    fns: Mapping[K, Callable[[], Any]], repeat: int, warm_up: bool = True, settle: bool = False
 ) -> dict[K, float]:
     """Median seconds per key, after one untimed call of each. The calls are timed in turns (round
-    r calls every function once), so that the noise of a shared machine hits every key alike."""
+    r calls every function once), so that the noise of a shared machine hits every key alike.
+    With ``settle``, each timed call waits for ``idle()`` first: functions of different libraries
+    then do not pay for each other's lingering threads."""
     if warm_up:
         for fn in fns.values():
             fn()
     times: dict[K, list[float]] = {key: [] for key in fns}
     for _ in range(repeat):
         for key, fn in fns.items():
+            if settle:
+                idle()
             times[key].append(call_seconds(fn))
     return {key: statistics.median(t) for key, t in times.items()}
+
+
+def idle(timeout: float = 1.0, window: float = 0.01, busy: float = 0.1) -> bool:
+    """Wait until this process's threads use less than ``busy`` of a core over ``window`` seconds
+    (True), or ``timeout`` seconds passed (False). A thread pool may spin on after the call that
+    woke it has returned: scipy's OpenBLAS workers keep one core busy for 50-100 ms after
+    scikit-learn's L-BFGS-B fits."""
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        cpu, wall = time.process_time(), time.perf_counter()
+        time.sleep(window)
+        if time.process_time() - cpu < busy * (time.perf_counter() - wall):
+            return True
+    return False

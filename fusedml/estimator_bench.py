@@ -86,7 +86,7 @@ def mode_seconds(
     name: str, X, y, repeat: int, modes: tuple[str, ...] = fm.FUSION_MODES
 ) -> dict[str, float | None]:
     """Fit seconds of each fusion mode and of sklearn's equivalent (None if it has none): medians
-    after a warm-up fit each, the fits timed in turns."""
+    after a warm-up fit each, the fits timed in turns, each started on an idle process."""
     estimators = {m: SPECS[name].make(m) for m in modes}
     fits = {m: (lambda e=e: e.fit(X, y)) for m, e in estimators.items()}
     make = SPECS[name].sklearn
@@ -94,7 +94,9 @@ def mode_seconds(
         fits["sklearn"] = lambda: make().fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fixed budgets do not converge
-        seconds: dict[str, float | None] = dict(interleaved_median_seconds(fits, repeat))
+        seconds: dict[str, float | None] = dict(
+            interleaved_median_seconds(fits, repeat, settle=True)
+        )
     seconds.setdefault("sklearn", None)
     return seconds
 

@@ -209,7 +209,7 @@ def run(estimator: str, data_name: str, scale: float, repeat: int) -> list[dict]
         fits = {"sklearn": lambda: fit(lambda: race.sklearn(X.shape[0]), X, y)}
         if budget is not None:
             fits["fusedml"] = lambda b=budget, s=solver: fit(lambda: race.ours(s, b), X, y)
-        seconds = interleaved_median_seconds(fits, repeat)
+        seconds = interleaved_median_seconds(fits, repeat, settle=True)
         records.append({
             "estimator": estimator, "data": data_name, "solver": solver,
             "shape": X.shape, "sparse": sp.issparse(X), "target": target, "objective": value,
@@ -235,7 +235,8 @@ def table(scale: float, repeat: int, cases=CASES, out=None) -> list[dict]:
     print(
         f"Time to scikit-learn's objective (reg {REG}, no intercept; fusedml at the smallest "
         f"budget reaching it to {RTOL:g} relative, tol=0; medians of {repeat} after a warm-up, "
-        f"compile excluded); data scale {scale}; * = fusedml's own optimum as the target",
+        f"each fit started on an idle process, compile excluded); data scale {scale}; "
+        f"* = fusedml's own optimum as the target",
         file=out,
     )
     print(

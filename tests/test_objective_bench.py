@@ -1,8 +1,12 @@
-"""The time-to-objective benchmark's protocol: the target it sets from scikit-learn's fit."""
+"""The time-to-objective benchmark's protocol: the target it sets from scikit-learn's fit, and
+timed fits that start on an idle process."""
+
+import threading
 
 import numpy as np
 import sklearn.linear_model
 
+from fusedml import _timing
 from fusedml import objective_bench as ob
 
 
@@ -19,3 +23,22 @@ def test_a_negative_objective_gets_a_target_above_it():
     assert value < 0
     assert target > value
     assert np.isclose(target - value, ob.RTOL * abs(value), rtol=1e-6)
+
+
+def test_timed_fits_wait_for_lingering_threads_to_go_idle():
+    # a thread that keeps a core busy after the call that started it returned, as scipy's
+    # OpenBLAS workers do after scikit-learn's L-BFGS-B fits
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        assert not _timing.idle(timeout=0.1)
+    finally:
+        stop.set()
+        spinner.join()
+    assert _timing.idle(timeout=1.0)
