@@ -189,7 +189,8 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         labels, _ = _nearest(X, C)
         self.cluster_centers_, self.inertia_ = C / scale, wcss / scale / scale
         self.labels_, self.n_iter_ = labels, n_iter
-        distinct = len(np.unique(C, axis=0))
+        # rows as bytes (+ 0.0 turns -0.0 into 0.0): np.unique(C, axis=0) took 150 us on 10 x 64
+        distinct = len({row.tobytes() for row in C + 0.0})
         if distinct < self.n_clusters:
             warnings.warn(  # as sklearn's KMeans
                 f"Number of distinct clusters ({distinct}) found smaller than "
