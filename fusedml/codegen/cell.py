@@ -9,7 +9,7 @@ cell's value.
 
 from __future__ import annotations
 
-from fusedml.codegen.chunking import CHUNKS, partial_chunks_source
+from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import Param
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
@@ -169,7 +169,7 @@ class _Cell:
         src = self.src
         src(0, signature(self.params, self.literals))
         chunks = partial_chunks_source("n") if self.kind is OutputKind.COL_AGG else CHUNKS
-        src(1, f"nchunk = min(m, {chunks})")
+        src(1, f"nchunk = {chunks_source(chunks)}")
         self.allocate()
         src(1, "for c in prange(nchunk):")
         self.chunk_start()

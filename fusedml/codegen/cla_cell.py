@@ -16,7 +16,7 @@ generic skeleton through ``CompressedOperand``).
 
 from __future__ import annotations
 
-from fusedml.codegen.chunking import CHUNKS
+from fusedml.codegen.chunking import CHUNKS, chunks_source
 from fusedml.codegen.operands import DenseOperand, Param, ScalarOperand
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.codegen.source import INIT, Kernel, Source, fold, module, signature
@@ -115,7 +115,7 @@ class _PerValue:
         k = len(self.values)
         size = k if self.kind is OutputKind.FULL_AGG else "n"
         inits = [INIT[agg] for agg in self.aggs]
-        src(1, f"nchunk = min(m, {CHUNKS})")
+        src(1, f"nchunk = {chunks_source(CHUNKS)}")
         src(1, f"partial = np.empty((nchunk, {size}))")
         src(1, "for c in prange(nchunk):")
         src(2, "lo = c * m // nchunk")

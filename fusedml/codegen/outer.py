@@ -6,7 +6,7 @@ never materialized; then a full sum, the cell values, ``(...) @ R`` or ``(...).T
 from __future__ import annotations
 
 from fusedml.codegen.cell import buffers, side_reads
-from fusedml.codegen.chunking import CHUNKS, partial_chunks_source
+from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import DenseOperand, Param
 from fusedml.codegen.render import Literals, render_scalar_body
 from fusedml.codegen.source import Kernel, Source, module, signature
@@ -80,9 +80,9 @@ class _Outer:
     def allocate(self) -> None:
         src, kind = self.src, self.kind
         if kind is OutputKind.COL_PRODUCT:  # n x k partials per chunk: fewer chunks when n is large
-            src(1, f"nchunk = min(m, {partial_chunks_source(f'n * {_ncols(self.other)}')})")
+            src(1, f"nchunk = {chunks_source(partial_chunks_source(f'n * {_ncols(self.other)}'))}")
         else:
-            src(1, f"nchunk = min(m, {CHUNKS})")
+            src(1, f"nchunk = {chunks_source(CHUNKS)}")
         if kind is OutputKind.FULL_AGG:
             src(1, "partial = np.zeros(nchunk)")
         elif kind is OutputKind.NO_AGG:

@@ -16,7 +16,7 @@ Skinny dense bodies (every vector at most 32 wide) are rendered over tiles of ro
 from __future__ import annotations
 
 from fusedml.codegen import row_tiles
-from fusedml.codegen.chunking import partial_chunks
+from fusedml.codegen.chunking import chunks_source, partial_chunks
 from fusedml.codegen.operands import DenseOperand, Param
 from fusedml.codegen.render import (
     Literals,
@@ -474,7 +474,7 @@ def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Ker
         rb.render(n)
     src, chunk, tail, end = Source(), Source(), Source(), _End()
     src(0, signature(params, literals))
-    src(1, f"nchunk = min(m, {partial_chunks(sum(sink.partial_cells(rb) for sink in sinks))})")
+    src(1, f"nchunk = {chunks_source(partial_chunks(sum(s.partial_cells(rb) for s in sinks)))}")
     for line in rb.head:
         src(1, line)
     for sink in sinks:

@@ -23,7 +23,7 @@ with 2 to ``MAX_WIDTH`` columns, every input is dense and every vector of the bo
 
 from __future__ import annotations
 
-from fusedml.codegen.chunking import partial_chunks
+from fusedml.codegen.chunking import chunks_source, partial_chunks
 from fusedml.codegen.operands import DENSE, SCALAR, Param
 from fusedml.codegen.render import Literals, elementwise_source, single_read_vectors
 from fusedml.codegen.source import INIT, Kernel, Source, fold, module, signature
@@ -398,7 +398,7 @@ def tile_kernel(spec) -> Kernel:
     parts = {name: Source() for name in ("head", "chunk", "tail", "end", "after")}
     src(0, signature(params, literals))
     cells = sum(_partial_cells(root, kind, tb) for root, kind in outputs)
-    src(1, f"nchunk = min(m, {partial_chunks(cells)})")
+    src(1, f"nchunk = {chunks_source(partial_chunks(cells))}")
     for k, (root, kind) in enumerate(outputs):
         _emit_sink(tb, root, kind, k, parts)
     src.extend(parts["head"].lines)
