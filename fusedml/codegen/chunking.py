@@ -1,4 +1,4 @@
-"""How kernels split their rows: one definition for generated and hand-written kernels.
+"""How kernels split their rows, generated and hand-written alike: in row chunks, deterministically.
 
 A kernel runs ``prange`` over a number of row chunks set by its input's size, never by the thread
 count, and combines per-chunk partials in chunk order afterwards (deterministic). Kernels whose
