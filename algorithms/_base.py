@@ -388,7 +388,30 @@ def class_codes(y):
     if held_by_dask(y):
         return _distributed.class_codes(y)
     check_classification_targets(y)
-    return np.unique(y, return_inverse=True)
+    y = np.asarray(y)
+    return _integer_codes(y) or np.unique(y, return_inverse=True)
+
+
+def _integer_codes(y) -> tuple | None:
+    """``np.unique(y, return_inverse=True)`` by counting, for numeric labels that are integers
+    within a range of 2**16 (a sort of 1M labels took 20 ms, a sixth of an L2SVM fit); None
+    for other labels."""
+    kind = y.dtype.kind
+    if y.ndim != 1 or not len(y) or kind not in "iuf":
+        return None
+    lo, hi = y.min(), y.max()
+    span = int(hi) - int(lo) if kind in "iu" else float(hi) - float(lo)
+    if not span < 1 << 16 or (kind == "f" and not np.all(y == np.floor(y))):
+        return None
+    wide = y.astype(np.int64) if kind in "iu" and y.itemsize < 8 else y  # int8: 127 - -128
+    offsets = (wide - lo).astype(np.intp)
+    present = np.bincount(offsets, minlength=int(span) + 1) > 0
+    classes = lo + np.flatnonzero(present).astype(y.dtype)  # in y's dtype throughout (uint64)
+    if kind == "f" and lo <= 0 <= hi:  # the zero class as np.unique gives it: its first value
+        zero = np.flatnonzero(classes == 0)
+        if len(zero):
+            classes[zero[0]] = y[np.argmax(y == 0)]
+    return classes, (np.cumsum(present) - 1)[offsets]
 
 
 def take(values, indices):

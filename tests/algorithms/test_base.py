@@ -1,10 +1,11 @@
 """The estimators' shared helpers against numpy: the intercept's products with [X, 1] (X never
-copied), and the one-pass reductions over X, dense and CSR."""
+copied), the one-pass reductions over X, dense and CSR, and the class codes of labels."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from fusedml.algorithms._base import (
+    class_codes,
     coefficients,
     count_nonzero,
     joined,
@@ -15,6 +16,8 @@ from fusedml.algorithms._base import (
     total_weight,
     transposed,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fusedml as fm
 
@@ -107,3 +110,37 @@ def test_lbfgs_runs_scipys_blas_on_one_thread_and_restores_it():
         raise RuntimeError("inside the block")
     assert counts() == before
     assert all(c == before_others for c in seen_others)
+
+
+LABEL_DTYPES = ["int8", "uint8", "int32", "int64", "uint64", "float32", "float64"]
+
+
+@given(
+    st.sampled_from(LABEL_DTYPES),
+    st.lists(st.integers(-(2**17), 2**17), min_size=1, max_size=40),
+    st.integers(0, 2**64 - 2**18),
+    st.booleans(),
+)
+def test_class_codes_are_numpy_s_unique_classes_and_inverse(dtype, values, base, negative_zero):
+    info = np.iinfo(dtype) if dtype[0] in "iu" else None
+    if info is not None:  # labels within the dtype's range, near ``base`` for the wide ones
+        start = min(max(base + info.min, info.min), info.max - 2**18) if info.bits == 64 else 0
+        values = [min(max(start + v, info.min), info.max) for v in values]
+    y = np.array(values).astype(dtype) if info is None else np.array(values, dtype=dtype)
+    if negative_zero and info is None:
+        y = np.where(y == 0, -0.0, y).astype(dtype)  # the zero class keeps its first sign
+    classes, codes = class_codes(y)
+    want_classes, want_codes = np.unique(y, return_inverse=True)
+    assert classes.dtype == want_classes.dtype
+    np.testing.assert_array_equal(classes, want_classes)
+    np.testing.assert_array_equal(codes, want_codes)
+    if info is None:
+        np.testing.assert_array_equal(np.signbit(classes), np.signbit(want_classes))
+
+
+def test_class_codes_of_labels_that_are_not_small_integers():
+    for y in (np.array(["b", "a", "b"]), np.array([0, 70_000]), np.array([True, False])):
+        classes, codes = class_codes(y)
+        want_classes, want_codes = np.unique(y, return_inverse=True)
+        np.testing.assert_array_equal(classes, want_classes)
+        np.testing.assert_array_equal(codes, want_codes)
