@@ -64,6 +64,8 @@ class Plan:
     search: dict[str, Any] = field(default_factory=dict)  # cost-based search statistics
     # where each step runs ("dask" or "local") when inputs are distributed; empty: all local
     placement: dict[Step, str] = field(default_factory=dict)
+    # what the runtime derives from the plan once and reuses on every run
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def hand_operators(self) -> tuple[str, ...]:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from fusedml import _stats
 from fusedml.cplan.plan import FusedOp, Plan
 from fusedml.ir.dag import Dag
@@ -21,7 +23,7 @@ from fusedml.runtime.backend import (
     current_backend,
 )
 from fusedml.runtime.backend import evaluate_dag as _evaluate_dag
-from fusedml.runtime.reference import Value, silenced
+from fusedml.runtime.reference import Value, plain_runner, silenced
 
 __all__ = ["BindingError", "evaluate_dag", "execute", "to_user"]
 
@@ -48,6 +50,35 @@ def _step(backend: LocalBackend, step: Any, values: dict[Node, Value]) -> None:
     check_result(step, values[step])
 
 
+def _runners(plan: Plan, backend: LocalBackend) -> tuple[Any, ...]:
+    """Per step of ``plan.schedule``: the function that computes a single node on plain numpy
+    values, or None (a fused operator, a hand operator, another format, or a backend that runs
+    single nodes its own way). Calling it directly skipped the per-node dispatch, a quarter of
+    a small unfused plan's time (L2SVM's Hessian product on digits: 42 -> 36 us of numpy's
+    29)."""
+    if type(backend).run_node is not LocalBackend.run_node:
+        return (None,) * len(plan.schedule)
+    runners = plan.memo.get("runners")
+    if runners is None:
+        runners = plan.memo["runners"] = tuple(
+            None if isinstance(step, FusedOp) else plain_runner(step) for step in plan.schedule
+        )
+    return runners
+
+
+def _run_plain(run: Any, step: Node, values: dict[Node, Value]) -> bool:
+    """Runs ``step`` by ``run`` if its arguments are plain numpy values; False if not."""
+    args = [values[i] for i in step.inputs]
+    for a in args:
+        if type(a) is not np.ndarray and type(a) is not float:
+            return False
+    value = run(*args)
+    if type(value) is not np.ndarray or value.shape != step.shape:
+        check_result(step, value)  # an ndarray of the right shape is DENSE: nothing to check
+    values[step] = value
+    return True
+
+
 def execute(
     plan: Plan, bindings: Mapping[Node, Any], backend: LocalBackend | None = None
 ) -> list[Value]:
@@ -69,8 +100,10 @@ def execute(
                 values[leaf] = backend.bind(leaf, value)
             for node in plan.constants:
                 values[node] = node.attr("value")
-            for step, freed in zip(plan.schedule, plan.releases, strict=True):
-                _step(backend, step, values)
+            runners = _runners(plan, backend)
+            for step, run, freed in zip(plan.schedule, runners, plan.releases, strict=True):
+                if run is None or not _run_plain(run, step, values):
+                    _step(backend, step, values)
                 for node in freed:
                     values.pop(node, None)
             _stats.bump("ops_executed", plan.unfused_steps)

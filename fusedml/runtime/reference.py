@@ -13,6 +13,7 @@ even where the other operand holds inf or NaN. Floating-point warnings are silen
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -316,6 +317,31 @@ def _plain_dense(node: Node, args: Sequence[Value]) -> Value:
     if op in AGGREGATE:
         return _aggregate(node, args[0])
     return NotImplemented
+
+
+def _transposed(x: Value) -> Value:
+    return x.T
+
+
+def _product(a: Value, b: Value) -> Value:
+    return dense_product(a, b)  # looked up per call: tests swap ``dense_product``
+
+
+def plain_runner(node: Node) -> Callable[..., Value] | None:
+    """The function ``_plain_dense`` would apply to ``node``'s ``_plain`` arguments, chosen once
+    (a plan runs it without this module's dispatch); None where it has none."""
+    if node.meta.format is not Format.DENSE or node.op is Op.CONST:
+        return None
+    op = node.op
+    if op in ELEMENTWISE_FN:
+        return ELEMENTWISE_FN[op]
+    if op is Op.MATMUL:
+        return _product
+    if op is Op.TRANSPOSE:
+        return _transposed
+    if op in AGGREGATE:
+        return functools.partial(_aggregate, node)
+    return None
 
 
 _silent = contextvars.ContextVar("fusedml_fp_warnings_silenced", default=False)
