@@ -170,6 +170,13 @@ class _TileBody:
             self.tiled[node] = None
         return self.value[node].format(q=q, r=r)
 
+    def in_place(self, node: Node, q: str) -> str:
+        """``at`` for tile row r, but a row input read in place (its row's columns contiguous)
+        rather than from its column-major tile."""
+        if node in self.row_inputs:
+            return self.param[node].at(ROW("r"), q)
+        return self.at(node, q)
+
     def tile_copies(self) -> tuple[list[str], list[str]]:
         """(allocations, per-tile statements) of the row inputs the body reads: each tile of
         rows copied column-major once, so that every read along the tile has unit stride (reads
@@ -179,7 +186,7 @@ class _TileBody:
             p = self.param[node]
             cols = node.meta.cols  # a constant bound: unrolled, 1.15x faster than a run-time n
             alloc.append(f"{p.name}_t = np.empty(({node.meta.cols}, {self.tile}))")
-            copy += ["for r in range(rows):", f"    for t in range({cols}):",
+            copy += [f"for t in range({cols}):", "    for r in range(rows):",
                      f"        {p.name}_t[t, r] = {p.at(ROW('r'), 't')}"]  # fmt: skip
         return alloc, copy
 
@@ -303,18 +310,21 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         return
     agg = root.op.value if root.op in AGGREGATE else None
     if kind is OutputKind.COL_AGG:
+        after(1, f"{out} = np.full({cols}, {INIT[agg]})")
+        after(1, "for c in range(nchunk):")
         head(1, f"{partial} = np.full((nchunk, {cols}), {INIT[agg]})")
-        if agg == "sum" and value in tb.onehot and width is not None:  # counts: exact integers
+        if _counts(value, agg, tb):  # exact integers, in two banks as _onehot_scatter's sums
+            chunk(2, f"bank{k} = np.zeros((2, {cols}))")
             tail(3, "for r in range(rows):")
-            tail(4, f"{partial}[c, {tb.onehot[value]}[r]] += 1.0")
+            tail(4, f"bank{k}[r & 1, {tb.onehot[value]}[r]] += 1.0")
+            end(2, f"for q in range({cols}):")
+            end(3, f"{partial}[c, q] = bank{k}[0, q] + bank{k}[1, q]")
         else:
             tail(3, f"for q in range({tb.loop(cols, value)}):")
             tail(4, f"acc = {INIT[agg]}")
             tail(4, "for r in range(rows):")
             tail(5, fold(agg, "acc", at("q")))
             tail(4, fold(agg, f"{partial}[c, q]", "acc"))
-        after(1, f"{out} = np.full({cols}, {INIT[agg]})")
-        after(1, "for c in range(nchunk):")
         after(2, f"for q in range({cols}):")
         after(3, fold(agg, f"{out}[q]", f"{partial}[c, q]"))
     elif kind is OutputKind.FULL_AGG:  # row by row, in the row kernel's order
@@ -335,7 +345,12 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         head(1, f"{partial} = np.zeros({shape})")
         cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
         if x in tb.onehot:
-            _onehot_scatter(tb, tail, tb.onehot[x], x, value, width, partial)
+            bank = f"bank{k}"
+            chunk(2, f"{bank} = np.zeros((2, {nx}, {cols}))")
+            _onehot_scatter(tb, tail, tb.onehot[x], x, value, bank)
+            end(2, f"for t in range({nx}):")
+            end(3, f"for q in range({cols}):")
+            end(4, f"{cell} = {bank}[0, t, q] + {bank}[1, t, q]")
         else:
             _dots(tb, tail, x, value, width, cell)
         after(1, f"{out} = np.zeros(({nx}, {cols}))")
@@ -343,6 +358,11 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         after(2, f"for t in range({nx}):")
         after(3, f"for q in range({cols}):")
         after(4, f"{out}[t, q] += {cell}")
+
+
+def _counts(value: Node, agg: str | None, tb: _TileBody) -> bool:
+    """Whether a column sum counts a one-hot row's hot cells."""
+    return agg == "sum" and value in tb.onehot and tb.width[value] is not None
 
 
 def _dots(tb: _TileBody, tail: Source, x: Node, y: Node, width: int | None, cell: str) -> None:
@@ -355,26 +375,27 @@ def _dots(tb: _TileBody, tail: Source, x: Node, y: Node, width: int | None, cell
     tail(5, f"{cell} += acc")
 
 
-def _onehot_scatter(
-    tb: _TileBody, tail: Source, idx: str, x: Node, y: Node, width: int | None, partial: str
-) -> None:
+def _onehot_scatter(tb: _TileBody, tail: Source, idx: str, x: Node, y: Node, bank: str) -> None:
     """P.T @ Y for a one-hot P: each row of Y is added into its group's row of the partial
-    (1 * y); other groups get 0 * y, which adds nothing unless the row holds inf or NaN."""
-    cols = width or 1
-    cell = (lambda t, q: f"{partial}[c, {t}]") if width is None else (
-        lambda t, q: f"{partial}[c, {t}, {q}]")  # fmt: skip
+    (1 * y); other groups get 0 * y, which adds nothing unless the row holds inf or NaN (then
+    its sum is not finite; a finite sum that overflows only adds zeros, which change no partial:
+    one is never -0.0). Even and odd rows go to two banks (groups x Y's columns), so that a row's
+    update does not wait for the previous row's to the same group (KMeans step on 1M x 10: 10.8
+    -> 10.0 ms, with the counts banked alike). Y's rows are read in place (contiguous)."""
+    cols = tb.width[y] or 1
+    cell = lambda t, q: f"{bank}[r & 1, {t}, {q}]"  # noqa: E731
     tail(3, "for r in range(rows):")
     tail(4, f"g = {idx}[r]")
-    tail(4, "yfinite = 0.0")
+    tail(4, "ysum = 0.0")
     tail(4, f"for q in range({cols}):")
-    tail(5, f"v = {tb.at(y, 'q')}")
+    tail(5, f"v = {tb.in_place(y, 'q')}")
     tail(5, f"{cell('g', 'q')} += v")
-    tail(5, "yfinite += v * 0.0")
-    tail(4, "if yfinite != 0.0:")
+    tail(5, "ysum += v")
+    tail(4, "if ysum - ysum != 0.0:")
     tail(5, f"for t in range({x.shape[1]}):")
     tail(6, "if t != g:")
     tail(7, f"for q in range({cols}):")
-    tail(8, f"{cell('t', 'q')} += f.mul(0.0, {tb.at(y, 'q')})")
+    tail(8, f"{cell('t', 'q')} += f.mul(0.0, {tb.in_place(y, 'q')})")
 
 
 def _partial_cells(root: Node, kind: OutputKind, tb: _TileBody) -> int:
