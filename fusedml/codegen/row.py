@@ -185,6 +185,10 @@ class _RowBody:
     def _row_aggregate(self, node: Node) -> None:
         x = node.inputs[0]
         agg = node.op.value
+        if node.op is Op.ARGMAX:  # the index as a float, as the reference computes it
+            idx = self._first_maximum(x, self.width[x])
+            self.value[node], self.width[node] = f"float({idx})", None
+            return
         if self.width[x] is None:  # a one-column row: the aggregate of one value
             self._scalar(node, self._at(x, "0"))
             return
@@ -198,16 +202,13 @@ class _RowBody:
             self.lines.append(f"{acc} = f.div({acc}, {float(self.width[x])})")
         self.value[node], self.width[node] = acc, None
 
-    def _onehot(self, node: Node, width: int | None) -> None:
-        """Row i's first maximum (a NaN before any larger value, as np.argmax) as a one-hot row:
-        only its index is computed; each read of a column compares with it."""
-        x = node.inputs[0]
+    def _first_maximum(self, x: Node, width: int | None) -> str:
+        """The name of row i's index of the first maximum of x (a NaN before any larger value,
+        as np.argmax)."""
         idx = f"r{len(self.lines)}"
         self.lines.append(f"{idx} = 0")
         if width is None:  # one column: always its only value
-            self.value[node], self.width[node] = "1.0", None
-            self.onehot[node] = idx
-            return
+            return idx
         best = f"{idx}b"
         self.lines += [
             f"{best} = {self._at(x, '0')}",
@@ -217,8 +218,17 @@ class _RowBody:
             f"        {idx} = q",
             f"        {best} = xq",
         ]
-        self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx} else 0.0)", width
+        return idx
+
+    def _onehot(self, node: Node, width: int | None) -> None:
+        """Row i's first maximum as a one-hot row: only its index is computed; each read of a
+        column compares with it."""
+        idx = self._first_maximum(node.inputs[0], width)
         self.onehot[node] = idx
+        if width is None:
+            self.value[node], self.width[node] = "1.0", None
+        else:
+            self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx} else 0.0)", width
 
     def _product(self, node: Node, width: int | None) -> None:
         """Row i of X times the whole matrix B (skinny: few columns)."""

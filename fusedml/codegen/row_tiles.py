@@ -104,7 +104,7 @@ def applicable(spec) -> bool:
             return False
         if node.op in ELEMENTWISE:
             continue
-        if node.op in AGGREGATE and node.attr("axis") == 1 and node.op.value in INIT:
+        if node.op in AGGREGATE and node.attr("axis") == 1:  # sum, mean, min, max, argmax
             continue
         if node.op is Op.ONEHOT:
             continue
@@ -229,15 +229,21 @@ class _TileBody:
             self._product(node, width)
 
     def _onehot(self, node: Node, width: int | None) -> None:
-        """Each row's first maximum (NaN first, as np.argmax) as a one-hot row, held as its
-        index: the maxima fold one column at a time along the tile, as row aggregates do."""
-        x = node.inputs[0]
-        idx = f"ti{len(self.alloc)}"
-        self.alloc.append(f"{idx} = np.zeros({self.tile}, np.int64)")
+        """Each row's first maximum as a one-hot row, held as its index."""
+        idx = self._first_maximum(node.inputs[0], width)
         self.onehot[node] = idx
         if width is None:  # one column: always its only value
             self.value[node], self.width[node] = "1.0", None
-            return
+        else:
+            self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx}[{{r}}] else 0.0)", width
+
+    def _first_maximum(self, x: Node, width: int | None) -> str:
+        """The name of the tile's indices of each row's first maximum of x (NaN first, as
+        np.argmax): the maxima fold one column at a time along the tile, as row aggregates do."""
+        idx = f"ti{len(self.alloc)}"
+        self.alloc.append(f"{idx} = np.zeros({self.tile}, np.int64)")
+        if width is None:  # one column: always index 0
+            return idx
         best = f"tb{len(self.alloc)}"
         self.alloc.append(f"{best} = np.empty({self.tile})")
         self.lines += ["for r in range(rows):", f"    {idx}[r] = 0",
@@ -248,10 +254,14 @@ class _TileBody:
                        "        take = (xq > bq) | ((xq != xq) & (bq == bq))",
                        f"        {idx}[r] = q if take else {idx}[r]",
                        f"        {best}[r] = xq if take else {best}[r]"]  # fmt: skip
-        self.value[node], self.width[node] = f"(1.0 if ({{q}}) == {idx}[{{r}}] else 0.0)", width
+        return idx
 
     def _row_aggregate(self, node: Node) -> None:
         x, agg = node.inputs[0], node.op.value
+        if node.op is Op.ARGMAX:  # the index as a float, as the reference computes it
+            idx = self._first_maximum(x, self.width[x])
+            self.value[node], self.width[node] = f"float({idx}[{{r}}])", None
+            return
         if x.op is Op.CONST or self.width[x] is None:  # one value per row: itself
             self.value[node], self.width[node] = self.at(x, "0", "{r}"), None
             return

@@ -163,7 +163,7 @@ def _row_fuse(n: Node, i: int, child: CloseType) -> bool:
         return column_aggregation(n) and i == 0
     if n.op is Op.TRANSPOSE:
         return tall_transposed(n)
-    if n.op in CELL_AGGREGATES:
+    if n.op in CELL_AGGREGATES or n.op is Op.ARGMAX:  # argmax: a row-wise index, per row
         return n.inputs[0].meta.rows > 1
     if column_aggregation(n):
         return i == 1

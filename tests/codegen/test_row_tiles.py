@@ -127,3 +127,36 @@ def test_one_hot_scatter_matches_numpy(cols, tiled, sparse):
         got = _fused(expr, mode) if mode != "none" else fm.evaluate(expr, fusion="none")
         for g, v in zip(got, want, strict=True):
             np.testing.assert_allclose(np.reshape(g, v.shape), v, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("cols", "tiled", "sparse"), [(10, True, False), (40, False, False),
+                                                       (10, False, True)])  # fmt: skip
+def test_argmax_is_computed_in_the_row_kernel_as_numpy_s(cols, tiled, sparse):
+    """fm.argmax of a per-row result is an output of the Row kernel (no matrix of scores is
+    written for numpy's argmax to scan): the first maximum, a NaN before any number, ties to
+    the first, int64 as numpy's, also inside the kernel (``labels == y``)."""
+    X = RNG.standard_normal((ROWS, cols))
+    if sparse:
+        X[RNG.random(X.shape) < 0.7] = 0.0
+    X = _special(X)
+    C = RNG.standard_normal((7, cols))
+    C[5] = C[2]
+    y = RNG.integers(0, 7, size=(ROWS, 1)).astype(float)
+    Xm = fm.matrix(sp.csr_array(X) if sparse else X)
+    D = -2 * (Xm @ fm.matrix(C).T) + np.sum(C * C, axis=1)
+    labels = fm.argmax(-D, axis=1)
+    expr = (labels, fm.min(D, axis=1), fm.sum(fm.argmax(-D, axis=1, keepdims=True) == y))
+    assert ("for i0 in range(lo, hi" in _source(expr[0], "fuse_all")) == tiled
+    plan = fm.explain(expr, fusion="cost_based")
+    assert [op.template for op in plan.operators] == ["row"]
+    assert not [n for n in plan.unfused if n.op.value == "argmax"], plan
+    with np.errstate(all="ignore"):
+        S = -(-2 * (X @ C.T) + np.sum(C * C, axis=1))
+    want = np.argmax(S, axis=1)
+    assert np.isnan(S).any() and (want == 2).any() and not (want == 5).any()
+    for mode in ("none", "fuse_all", "cost_based"):
+        got = _fused(expr, mode) if mode != "none" else fm.evaluate(expr, fusion="none")
+        assert got[0].dtype == np.int64 and got[0].shape == (ROWS,)
+        np.testing.assert_array_equal(got[0], want)
+        np.testing.assert_allclose(got[1], -S.max(axis=1), rtol=1e-12, atol=1e-12)
+        assert got[2] == float(np.sum(want[:, None] == y))
