@@ -306,17 +306,8 @@ def _plain(args: Sequence[Value]) -> bool:
 def _plain_dense(node: Node, args: Sequence[Value]) -> Value:
     """The common ops on ``_plain`` values, without the format dispatch below (which cost
     several times numpy's own call on small data); NotImplemented for the rest."""
-    op = node.op
-    fn = ELEMENTWISE_FN.get(op)
-    if fn is not None:
-        return fn(*args)
-    if op is Op.MATMUL:
-        return dense_product(args[0], args[1])
-    if op is Op.TRANSPOSE:
-        return args[0].T
-    if op in AGGREGATE:
-        return _aggregate(node, args[0])
-    return NotImplemented
+    run = plain_runner(node)
+    return NotImplemented if run is None else run(*args)
 
 
 def _transposed(x: Value) -> Value:
@@ -328,8 +319,9 @@ def _product(a: Value, b: Value) -> Value:
 
 
 def plain_runner(node: Node) -> Callable[..., Value] | None:
-    """The function ``_plain_dense`` would apply to ``node``'s ``_plain`` arguments, chosen once
-    (a plan runs it without this module's dispatch); None where it has none."""
+    """The function computing ``node`` from ``_plain`` arguments when it is a dense elementwise
+    op, product, transpose or aggregate (None otherwise): chosen once, a plan runs it without
+    this module's dispatch."""
     if node.meta.format is not Format.DENSE or node.op is Op.CONST:
         return None
     op = node.op
