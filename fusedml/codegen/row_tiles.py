@@ -324,11 +324,9 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         after(1, "for c in range(nchunk):")
         head(1, f"{partial} = np.full((nchunk, {cols}), {INIT[agg]})")
         if _counts(value, agg, tb):  # exact integers, in two banks as _onehot_scatter's sums
-            chunk(2, f"bank{k} = np.zeros((2, {cols}))")
+            _banks(chunk, end, f"bank{k}", {"q": cols}, f"{partial}[c, q]")
             tail(3, "for r in range(rows):")
             tail(4, f"bank{k}[r & 1, {tb.onehot[value]}[r]] += 1.0")
-            end(2, f"for q in range({cols}):")
-            end(3, f"{partial}[c, q] = bank{k}[0, q] + bank{k}[1, q]")
         else:
             tail(3, f"for q in range({tb.loop(cols, value)}):")
             tail(4, f"acc = {INIT[agg]}")
@@ -355,12 +353,8 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         head(1, f"{partial} = np.zeros({shape})")
         cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
         if x in tb.onehot:
-            bank = f"bank{k}"
-            chunk(2, f"{bank} = np.zeros((2, {nx}, {cols}))")
-            _onehot_scatter(tb, tail, tb.onehot[x], x, value, bank)
-            end(2, f"for t in range({nx}):")
-            end(3, f"for q in range({cols}):")
-            end(4, f"{cell} = {bank}[0, t, q] + {bank}[1, t, q]")
+            _banks(chunk, end, f"bank{k}", {"t": nx, "q": cols}, cell)
+            _onehot_scatter(tb, tail, tb.onehot[x], x, value, f"bank{k}")
         else:
             _dots(tb, tail, x, value, width, cell)
         after(1, f"{out} = np.zeros(({nx}, {cols}))")
@@ -368,6 +362,16 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         after(2, f"for t in range({nx}):")
         after(3, f"for q in range({cols}):")
         after(4, f"{out}[t, q] += {cell}")
+
+
+def _banks(chunk: Source, end: Source, bank: str, dims: dict[str, int], cell: str) -> None:
+    """Two per-chunk banks of sums over ``dims`` (loop variable -> extent), for even and odd
+    rows, added into ``cell`` (over the same loop variables) after the chunk's tiles."""
+    chunk(2, f"{bank} = np.zeros((2, {', '.join(map(str, dims.values()))}))")
+    for depth, (var, extent) in enumerate(dims.items(), start=2):
+        end(depth, f"for {var} in range({extent}):")
+    at = ", ".join(dims)
+    end(2 + len(dims), f"{cell} = {bank}[0, {at}] + {bank}[1, {at}]")
 
 
 def _counts(value: Node, agg: str | None, tb: _TileBody) -> bool:

@@ -23,7 +23,7 @@ from fusedml.runtime.backend import (
     current_backend,
 )
 from fusedml.runtime.backend import evaluate_dag as _evaluate_dag
-from fusedml.runtime.reference import Value, plain_runner, silenced
+from fusedml.runtime.reference import Value, plain, plain_runner, silenced
 
 __all__ = ["BindingError", "evaluate_dag", "execute", "to_user"]
 
@@ -69,9 +69,8 @@ def _runners(plan: Plan, backend: LocalBackend) -> tuple[Any, ...]:
 def _run_plain(run: Any, step: Node, values: dict[Node, Value]) -> bool:
     """Runs ``step`` by ``run`` if its arguments are plain numpy values; False if not."""
     args = [values[i] for i in step.inputs]
-    for a in args:
-        if type(a) is not np.ndarray and type(a) is not float:
-            return False
+    if not plain(args):
+        return False
     value = run(*args)
     if type(value) is not np.ndarray or value.shape != step.shape:
         check_result(step, value)  # an ndarray of the right shape is DENSE: nothing to check

@@ -298,13 +298,16 @@ def _native(node: Node, args: Sequence[Value]) -> Value:
     return NotImplemented
 
 
-def _plain(args: Sequence[Value]) -> bool:
+def plain(args: Sequence[Value]) -> bool:
     """Whether every value is a numpy array or a float: nothing to convert, nothing sparse."""
-    return all(type(a) is np.ndarray or type(a) is float for a in args)
+    for a in args:  # noqa: SIM110 (a loop, not all() over a generator: runs once per node)
+        if type(a) is not np.ndarray and type(a) is not float:
+            return False
+    return True
 
 
 def _plain_dense(node: Node, args: Sequence[Value]) -> Value:
-    """The common ops on ``_plain`` values, without the format dispatch below (which cost
+    """The common ops on ``plain`` values, without the format dispatch below (which cost
     several times numpy's own call on small data); NotImplemented for the rest."""
     run = plain_runner(node)
     return NotImplemented if run is None else run(*args)
@@ -319,7 +322,7 @@ def _product(a: Value, b: Value) -> Value:
 
 
 def plain_runner(node: Node) -> Callable[..., Value] | None:
-    """The function computing ``node`` from ``_plain`` arguments when it is a dense elementwise
+    """The function computing ``node`` from ``plain`` arguments when it is a dense elementwise
     op, product, transpose or aggregate (None otherwise): chosen once, a plan runs it without
     this module's dispatch."""
     if node.meta.format is not Format.DENSE or node.op is Op.CONST:
@@ -376,7 +379,7 @@ def evaluate_node(node: Node, args: Sequence[Value]) -> Value:
 def _evaluate(node: Node, args: Sequence[Value]) -> Value:
     # plain values first: none of them is of a format with native operations or a hand
     # operator's, and most small unfused nodes are of this kind
-    if node.meta.format is Format.DENSE and _plain(args):
+    if node.meta.format is Format.DENSE and plain(args):
         value = _plain_dense(node, args)
         if value is not NotImplemented:
             return value
