@@ -1,7 +1,7 @@
-"""Row kernels' renderings of small products inside a row: dot products below 16 columns, axpys
-from 16 on, zero entries of a per-row result skipped in ``P.T @ Y`` only where Y's row is finite,
-column aggregates updated in place. Each gives the reference interpreter's numbers, special
-values included."""
+"""Row kernels' renderings of small products inside a row: dot products below 16 columns (four
+at a time, the rest one by one), axpys from 16 on, zero entries of a per-row result skipped in
+``P.T @ Y`` only where Y's row is finite, column aggregates updated in place. Each gives the
+reference interpreter's numbers, special values included."""
 
 import warnings
 
@@ -31,7 +31,7 @@ def _fused(expr, mode="fuse_all"):
         return fm.evaluate(expr, fusion=mode)
 
 
-@pytest.mark.parametrize("width", [1, 3, 16])
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 16])
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 def test_products_of_every_rendering_give_the_reference_numbers(width, fmt):
     rng = np.random.default_rng(3)  # its own: the shared RNG's draws depend on the test order
@@ -45,6 +45,24 @@ def test_products_of_every_rendering_give_the_reference_numbers(width, fmt):
     want = fm.evaluate(expr, fusion="none")
     np.testing.assert_allclose(_fused(expr), want, rtol=1e-12)
     assert np.isnan(want).any() and np.isinf(want).any()
+
+
+@pytest.mark.parametrize("width", [4, 6])
+def test_dot_products_four_at_a_time_beside_a_full_aggregate(width):
+    """Blocked dot products (and the remainder's one-by-one dots) beside other outputs of the
+    same kernel: a per-row minimum, full sums, each as the reference computes them. 40 columns:
+    the row-at-a-time kernel (tiled kernels render their products by blocks of their own)."""
+    rng = np.random.default_rng(5)
+    X = _special(rng.standard_normal((300, 40)))
+    B = rng.standard_normal((40, width))
+    Xm = fm.matrix(X)
+    S = Xm @ fm.matrix(B) - 1.0
+    expr = (fm.min(S, axis=1), fm.sum(fm.argmax(S, axis=1, keepdims=True) == 2.0), fm.sum(S > 0))
+    with fm.config(dispatch_s=0.0):
+        got = _fused(expr, "cost_based")
+    want = fm.evaluate(expr, fusion="none")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert got[1] == want[1] > 0 and got[2] == want[2] > 0
 
 
 def test_zero_shares_skip_only_rows_where_the_other_factor_is_finite():
