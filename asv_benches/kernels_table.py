@@ -1,6 +1,8 @@
 """Print one table: every implementation of the paper's micro-benchmark patterns (the asv micro
-suite, benchmarks/micro.py) per format, median of several runs in this process, with the generated
-kernels' time against hand-written numba, numexpr, numpy/scipy and unfused fusedml.
+suite, benchmarks/micro.py) per format, median of several runs in this process (the
+implementations of a pattern timed in turns, so that a shared machine's noise hits them alike),
+with the generated kernels' time against hand-written numba, numexpr, numpy/scipy and unfused
+fusedml.
 Run: .venv/bin/python asv_benches/kernels_table.py [--rows 2000000] [--formats dense,csr]"""
 
 import argparse
@@ -11,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from benchmarks.micro import EXPRESSIONS, IMPLEMENTATIONS, implementation, make_data, skip_reason
 
-from fusedml._timing import median_seconds
+from fusedml._timing import interleaved_median_seconds
 
 REPEAT = 11
 # the Outer pattern's unfused plan materializes a dense (rows/10) x (rows/40) product
@@ -20,13 +22,14 @@ OUTER_ROWS = 200_000
 
 def times(pattern, fmt, rows):
     d = make_data(pattern, fmt, OUTER_ROWS if pattern == "outer" else rows)
-    found = {}
-    for name in IMPLEMENTATIONS:
-        if skip_reason(pattern, fmt, name) is None:
-            run = implementation(pattern, fmt, name, d)
-            run()  # compile or load
-            found[name] = median_seconds(run, REPEAT) * 1e3
-    return found
+    runs = {
+        name: implementation(pattern, fmt, name, d)
+        for name in IMPLEMENTATIONS
+        if skip_reason(pattern, fmt, name) is None
+    }
+    for run in runs.values():
+        run()  # compile or load
+    return {k: s * 1e3 for k, s in interleaved_median_seconds(runs, REPEAT).items()}
 
 
 def main():

@@ -33,7 +33,7 @@ def main() -> None:
         start = time.perf_counter()
         try:
             with config(cache_dir=cache_dir):
-                compiled = compile_now(load_module(source).kernel, sig)
+                compiled = compile_now(load_module(source).chunk, sig)
             answer = (jid, None, time.perf_counter() - start, compiled)
         except Exception as exc:  # the parent compiles it itself and reports the failure
             answer = (jid, f"{type(exc).__name__}: {exc}", time.perf_counter() - start, False)

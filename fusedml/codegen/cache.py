@@ -48,7 +48,7 @@ from fusedml._errors import KernelCacheWarning
 from fusedml.codegen.source import Kernel
 
 _lock = threading.Lock()
-_memory: dict[Hashable, tuple[Callable[..., Any], Kernel]] = {}
+_memory: dict[Hashable, Callable[..., Any]] = {}
 _load_lock = threading.Lock()
 _directories: dict[str, OSError | None] = {}  # kernel directory -> why it cannot be written
 _private: list[str] = []  # this process's temporary kernel directory, once made
@@ -76,7 +76,7 @@ def kernel_dir() -> str:
 
 
 def _load(source: str) -> Callable[..., Any]:
-    return load_module(source).kernel
+    return load_module(source).chunk
 
 
 def load_module(source: str) -> ModuleType:
@@ -252,24 +252,33 @@ class _RepairingCache(FunctionCache):
                 os.remove(path)
 
 
-def get_kernel(key: Hashable, make: Callable[[], Kernel]) -> tuple[Callable[..., Any], Kernel]:
-    """The compiled kernel for ``key`` (made, written and imported on the first request)."""
+def get_kernel(key: Hashable, make: Callable[[], str]) -> Callable[..., Any]:
+    """The chunk function of the kernel module for ``key`` (its source made, written and imported
+    on the first request)."""
     with _lock:
         found = _memory.get(key)
         if found is not None:
             _stats.bump("kernel_cache_hits")
             return found
         with _stats.timed("codegen"):
-            kernel = make()
+            source = make()
             if get_config().debug >= 4:
-                print(f"--- generated kernel {key!r}\n{kernel.source}", file=sys.stderr)
-            fn = _load(kernel.source)
+                print(f"--- generated kernel {key!r}\n{source}", file=sys.stderr)
+            fn = _load(source)
             # machine code comes only through ``codegen.compiler``: a call whose argument types
             # have none raises TypeError instead of compiling
             fn._can_compile = False
-        _memory[key] = (fn, kernel)
+        _memory[key] = fn
         _stats.bump("kernels_generated")
-        return fn, kernel
+        return fn
+
+
+def python_functions(kernel: Kernel) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """A kernel module's ``setup`` and ``finish``: plain Python, run from its source in memory
+    (nothing of them is compiled or cached on disk)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(kernel.python_source(), "<fusedml kernel setup>", "exec"), namespace)
+    return namespace["setup"], namespace["finish"]
 
 
 def kernel_file(fn: Any) -> str | None:

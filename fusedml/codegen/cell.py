@@ -1,10 +1,10 @@
 """The Cell and MAgg skeleton: one value per cell of the main input's shape, then no, row, column
 or full aggregation (MAgg: several full aggregates over the same cells).
 
-The skeleton owns the loops: ``prange`` over row chunks, the row loop, and either every column
-or, for a sparse-safe body over a sparse driver, the driver's stored entries only (the operand's
-non-zero iteration); inputs are read through their operands. The generated body fills in one
-cell's value.
+The skeleton owns the loops: the row loop of a chunk, and either every column or, for a
+sparse-safe body over a sparse driver, the driver's stored entries only (the operand's non-zero
+iteration); inputs are read through their operands. The generated body fills in one cell's value.
+``setup`` allocates the outputs and per-chunk partials, ``finish`` combines the partials.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import Param
 from fusedml.codegen.render import Literals, render_scalar_body
-from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
+from fusedml.codegen.source import INIT, Kernel, Source, combine, fold, module, row_loop
 from fusedml.cplan.kinds import OutputKind
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
@@ -50,7 +50,7 @@ class _Cell:
         # a sparse driver's implicit zeros take part in min and max: count what is stored
         self.count_stored = self.sparse and any(a in ("min", "max") for a in self.aggs)
         self.literals = Literals()
-        self.src = Source()
+        self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
 
     def cell_body(self) -> tuple[Source, list[str], list[str], list[str]]:
         """(per-row loads, the column loop header, per-cell lines, each output's value)."""
@@ -68,18 +68,16 @@ class _Cell:
         return loads, head, lines, results
 
     def allocate(self) -> None:
-        src, k = self.src, len(self.values)
+        src, k = self.setup, len(self.values)
         if self.kind is OutputKind.NO_AGG:
             size = self.main.operand.stored(self.main) if self.sparse else "(m, n)"
             src(1, f"out = np.empty({size})")
-            src(1, "f.huge_pages(out)")
         elif self.kind is OutputKind.FULL_AGG:
             src(1, f"partial = np.empty((nchunk, {k}))")
             if self.count_stored:
                 src(1, "stored = np.zeros(nchunk)")
         elif self.kind is OutputKind.ROW_AGG:
             src(1, "out = np.empty(m)")
-            src(1, "f.huge_pages(out)")
         else:
             src(1, "partial = np.empty((nchunk, n))")
             if self.count_stored:
@@ -137,41 +135,31 @@ class _Cell:
     def combine(self) -> None:
         """The chunks' partials, combined in chunk order; a sparse driver's implicit zeros take
         part in min and max."""
-        src, k = self.src, len(self.aggs)
+        src = self.finish
         if self.kind in (OutputKind.NO_AGG, OutputKind.ROW_AGG):
             src(1, "return out")
         elif self.kind is OutputKind.FULL_AGG:
-            src(1, f"result = np.empty({k})")
+            src(1, f"result = np.empty({len(self.aggs)})")
             for r, agg in enumerate(self.aggs):
-                src(1, f"acc = {INIT[agg]}")
-                src(1, "for c in range(nchunk):")
-                src(2, fold(agg, "acc", f"partial[c, {r}]"))
+                src(1, f"result[{r}] = {combine(agg, f'partial[:, {r}]')}")
                 if self.count_stored and agg in ("min", "max"):
                     src(1, "if stored.sum() < m * n:")
-                    src(2, fold(agg, "acc", "0.0"))
-                src(1, f"result[{r}] = acc")
+                    src(2, f"result[{r}] = np.{agg}imum(result[{r}], 0.0)")
             src(1, "return result")
         else:
             agg = self.aggs[0]
-            src(1, f"out = np.full(n, {INIT[agg]})")
-            src(1, "for c in range(nchunk):")
-            src(2, "for j in range(n):")
-            src(3, fold(agg, "out[j]", "partial[c, j]"))
+            src(1, f"out = {combine(agg, 'partial')}")
             if self.count_stored:
-                src(1, "seen = counts.sum(axis=0)")
-                src(1, "for j in range(n):")
-                src(2, "if seen[j] < m:")
-                src(3, fold(agg, "out[j]", "0.0"))
-            src(1, "return out")
+                src(1, f"return np.where(counts.sum(axis=0) < m, np.{agg}imum(out, 0.0), out)")
+            else:
+                src(1, "return out")
 
     def build(self) -> Kernel:
         loads, head, lines, results = self.cell_body()  # renders first: literals become args
         src = self.src
-        src(0, signature(self.params, self.literals))
         chunks = partial_chunks_source("n") if self.kind is OutputKind.COL_AGG else CHUNKS
-        src(1, f"nchunk = {chunks_source(chunks)}")
+        self.setup(1, f"nchunk = {chunks_source(chunks)}")
         self.allocate()
-        src(1, "for c in prange(nchunk):")
         self.chunk_start()
         src(2, row_loop(self.params))
         src.extend(loads.lines)
@@ -185,7 +173,8 @@ class _Cell:
         self.row_end()
         self.chunk_end()
         self.combine()
-        return module(self.params, src, self.literals, self.spec.cplan.body)
+        body = self.spec.cplan.body
+        return module(self.params, self.literals, body, self.setup, src, self.finish)
 
 
 def cell_kernel(spec) -> Kernel:

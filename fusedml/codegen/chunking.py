@@ -1,11 +1,12 @@
 """How kernels split their rows, generated and hand-written alike: in row chunks, deterministically.
 
-A kernel runs ``prange`` over a number of row chunks set by its input's size, never by the thread
-count, and combines per-chunk partials in chunk order afterwards (deterministic). Kernels whose
-partial is a matrix (column aggregates, ``X.T @ Y``) use fewer chunks when it is wide: 64 chunks
-of a 10 x 1000 partial were 5 MB to zero and combine per call, 40 % of a KMeans step on a 20k x
-1000 CSR matrix, where 16 chunks cost a quarter of that. Generated kernels over small inputs use
-fewer chunks too (``chunks_source``); hand-written kernels keep ``CHUNKS``.
+A kernel runs its chunks on the shared threads (generated kernels through ``runtime/launch.py``,
+hand-written ones with ``prange``); the number of row chunks is set by the input's size, never by
+the thread count, and per-chunk partials are combined in chunk order afterwards (deterministic).
+Kernels whose partial is a matrix (column aggregates, ``X.T @ Y``) use fewer chunks when it is
+wide: 64 chunks of a 10 x 1000 partial were 5 MB to zero and combine per call, 40 % of a KMeans
+step on a 20k x 1000 CSR matrix, where 16 chunks cost a quarter of that. Generated kernels over
+small inputs use fewer chunks too (``chunks_source``); hand-written kernels keep ``CHUNKS``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,35 @@ MIN_CHUNK_CELLS = 1 << 14
 
 # ``reassoc`` lets LLVM reorder and vectorize the accumulations across cells that the kernels
 # write; every cell's own arithmetic goes through ``cellops`` (``f.``), where no flag reaches.
-# No ``contract`` either: a fused multiply-add would round a cell's value differently.
-JIT = dict(parallel=True, error_model="numpy", fastmath={"reassoc"}, cache=True)
+# No ``contract`` either: a fused multiply-add would round a cell's value differently. Serial: a
+# generated kernel is one chunk's function, run in parallel by the launcher.
+JIT = dict(error_model="numpy", fastmath={"reassoc"}, cache=True)
+PARALLEL_JIT = dict(JIT, parallel=True)  # hand-written kernels: ``prange`` over their chunks
+
+
+def _noalias_option() -> bool:
+    """Make numba's ``noalias`` compile flag a jit option (``njit(noalias=True)``): every array
+    argument of such a function is marked as touched through no other argument. numba sets the
+    flag itself for the bodies of parallel loops whose arrays do not alias, and LLVM needs it to
+    keep a chunk's partials out of the way of its inputs (a Row kernel's chunk function ran 7 %
+    slower without it). Without the flag (another numba) bodies compile without it."""
+    from numba.core.compiler import Flags
+    from numba.core.cpu import CPUTargetOptions
+    from numba.core.options import TargetOptions
+
+    if not isinstance(getattr(Flags, "noalias", None), property):
+        return False
+    if not isinstance(getattr(CPUTargetOptions, "noalias", None), TargetOptions.Mapping):
+        CPUTargetOptions.noalias = TargetOptions.Mapping("noalias")
+    return True
+
+
+# a chunk's body: its arrays are inputs (only read) and the outputs and partials setup allocated
+# (each written by one array only), so none is written while another reaches the same memory. Not
+# cached on its own: the chunk function's machine code on disk holds it.
+BODY_JIT = {k: v for k, v in JIT.items() if k != "cache"}
+if _noalias_option():
+    BODY_JIT["noalias"] = True
 
 
 def partial_chunks(cells: int) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from fusedml.codegen.chunking import CHUNKS, chunks_source
 from fusedml.codegen.operands import DenseOperand, Param, ScalarOperand
 from fusedml.codegen.render import Literals, render_scalar_body
-from fusedml.codegen.source import INIT, Kernel, Source, fold, module, signature
+from fusedml.codegen.source import INIT, Kernel, Source, combine, fold, module
 from fusedml.cplan.kinds import OutputKind
 from fusedml.fusion.templates import TemplateType
 from fusedml.ir.dag import Dag
@@ -57,7 +57,7 @@ class _PerValue:
         self.aggs = list(cplan.aggregations)
         self.kind = cplan.outputs[0]
         self.literals = Literals()
-        self.src = Source()
+        self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
 
     def cell_function(self) -> str:
         """``_cell(av, j, <column inputs>, <literals>)``: the outputs' values at one stored value
@@ -111,42 +111,43 @@ class _PerValue:
         self.fold_into(depth + 4, "av", "j", "cnt")
 
     def aggregate(self) -> None:
+        """Chunks of the uncompressed columns' rows, and one more chunk (the last) for every
+        dictionary value, each into its own row of partials, combined in chunk order."""
         src, a = self.src, self.main.name
-        k = len(self.values)
-        size = k if self.kind is OutputKind.FULL_AGG else "n"
+        size = len(self.values) if self.kind is OutputKind.FULL_AGG else "n"
         inits = [INIT[agg] for agg in self.aggs]
-        src(1, f"nchunk = {chunks_source(CHUNKS)}")
-        src(1, f"partial = np.empty((nchunk, {size}))")
-        src(1, "for c in prange(nchunk):")
-        src(2, "lo = c * m // nchunk")
-        src(2, "hi = (c + 1) * m // nchunk")
+        self.setup(1, f"nchunk = {chunks_source(CHUNKS)} + 1")
+        self.setup(1, f"partial = np.empty((nchunk, {size}))")
         self.init_acc(2, size, inits)
-        src(2, "for i in range(lo, hi):")
-        src(3, f"for q in range({a}_ucols.shape[0]):")
-        src(4, f"j = {a}_ucols[q]")
-        self.fold_into(4, f"{a}_uc[i, q]", "j", None)
+        src(2, "if c < nchunk - 1:")
+        src(3, "lo = c * m // (nchunk - 1)")
+        src(3, "hi = (c + 1) * m // (nchunk - 1)")
+        src(3, "for i in range(lo, hi):")
+        src(4, f"for q in range({a}_ucols.shape[0]):")
+        src(5, f"j = {a}_ucols[q]")
+        self.fold_into(5, f"{a}_uc[i, q]", "j", None)
+        src(2, "else:")
+        src(3, "if m > 0:")
+        src(4, f"for q in range({a}_ccols.shape[0]):")
+        src(5, f"j = {a}_ccols[q]")
+        self.fold_into(5, f"{a}_base[j]", "j", "m")
+        src(3, f"for s in range({a}_scolptr.shape[0] - 1):")
+        src(4, f"rest = m - {a}_scounts[{a}_stupptr[s]:{a}_stupptr[s + 1]].sum()")
+        src(4, "if rest > 0:")
+        src(5, f"for q in range({a}_scolptr[s], {a}_scolptr[s + 1]):")
+        src(6, f"j = {a}_scols[q]")
+        self.fold_into(6, f"{a}_base[j]", "j", "rest")
+        self.dictionaries(3, "d")
+        self.dictionaries(3, "s")
         src(2, "partial[c] = acc")
-        self.init_acc(1, size, inits)
-        src(1, "for c in range(nchunk):")
-        for r, agg in enumerate(self.aggs):
-            if self.kind is OutputKind.FULL_AGG:
-                src(2, fold(agg, f"acc[{r}]", f"partial[c, {r}]"))
-            else:
-                src(2, "for j in range(n):")
-                src(3, fold(agg, "acc[j]", "partial[c, j]"))
-        src(1, "if m > 0:")
-        src(2, f"for q in range({a}_ccols.shape[0]):")
-        src(3, f"j = {a}_ccols[q]")
-        self.fold_into(3, f"{a}_base[j]", "j", "m")
-        src(1, f"for s in range({a}_scolptr.shape[0] - 1):")
-        src(2, f"rest = m - {a}_scounts[{a}_stupptr[s]:{a}_stupptr[s + 1]].sum()")
-        src(2, "if rest > 0:")
-        src(3, f"for q in range({a}_scolptr[s], {a}_scolptr[s + 1]):")
-        src(4, f"j = {a}_scols[q]")
-        self.fold_into(4, f"{a}_base[j]", "j", "rest")
-        self.dictionaries(1, "d")
-        self.dictionaries(1, "s")
-        src(1, "return acc")
+        fin = self.finish
+        if self.kind is OutputKind.FULL_AGG:
+            fin(1, f"acc = np.empty({size})")
+            for r, agg in enumerate(self.aggs):
+                fin(1, f"acc[{r}] = {combine(agg, f'partial[:, {r}]')}")
+            fin(1, "return acc")
+        else:
+            fin(1, f"return {combine(self.aggs[0], 'partial')}")
 
     def init_acc(self, depth: int, size, inits: list[str]) -> None:
         if self.kind is OutputKind.FULL_AGG:
@@ -157,38 +158,41 @@ class _PerValue:
             self.src(depth, f"acc = np.full(n, {inits[0]})")
 
     def map_values(self) -> None:
-        """The body at every stored value: (base, DDC values, SDC values, uncompressed)."""
+        """The body at every stored value: chunks of the uncompressed columns' rows, and one more
+        chunk (the last) for the base row and the DDC and SDC values."""
         src, a = self.src, self.main.name
-        src(1, f"base = np.empty_like({a}_base)")
-        src(1, "for j in range(n):")
-        src(2, f"base[j] = {self.call(f'{a}_base[j]', 'j')}")
+        self.setup(1, f"nchunk = {chunks_source(CHUNKS)} + 1")
+        self.setup(1, f"base = np.empty_like({a}_base)")
+        for kind in ("d", "s"):
+            self.setup(1, f"{kind}vals = np.empty_like({a}_{kind}vals)")
+        self.setup(1, f"uc = np.empty_like({a}_uc)")
+        src(2, "if c < nchunk - 1:")
+        src(3, "for i in range(c * m // (nchunk - 1), (c + 1) * m // (nchunk - 1)):")
+        src(4, f"for q in range({a}_ucols.shape[0]):")
+        src(5, f"uc[i, q] = {self.call(f'{a}_uc[i, q]', f'{a}_ucols[q]')}")
+        src(2, "else:")
+        src(3, "for j in range(n):")
+        src(4, f"base[j] = {self.call(f'{a}_base[j]', 'j')}")
         for kind in ("d", "s"):
             p = f"{a}_{kind}"
-            src(1, f"{kind}vals = np.empty_like({p}vals)")
-            src(1, f"for g in range({p}colptr.shape[0] - 1):")
-            src(2, f"lo = {p}colptr[g]")
-            src(2, f"width = {p}colptr[g + 1] - lo")
-            src(2, f"for e in range({p}valptr[g], {p}valptr[g + 1]):")
-            src(3, f"j = {p}cols[lo + (e - {p}valptr[g]) % width]")
-            src(3, f"{kind}vals[e] = {self.call(f'{p}vals[e]', 'j')}")
-        src(1, f"uc = np.empty_like({a}_uc)")
-        src(1, "for i in prange(m):")
-        src(2, f"for q in range({a}_ucols.shape[0]):")
-        src(3, f"uc[i, q] = {self.call(f'{a}_uc[i, q]', f'{a}_ucols[q]')}")
-        src(1, "return base, dvals, svals, uc")
+            src(3, f"for g in range({p}colptr.shape[0] - 1):")
+            src(4, f"lo = {p}colptr[g]")
+            src(4, f"width = {p}colptr[g + 1] - lo")
+            src(4, f"for e in range({p}valptr[g], {p}valptr[g + 1]):")
+            src(5, f"j = {p}cols[lo + (e - {p}valptr[g]) % width]")
+            src(5, f"{kind}vals[e] = {self.call(f'{p}vals[e]', 'j')}")
+        self.finish(1, "return base, dvals, svals, uc")
 
     def build(self) -> Kernel:
         cell = self.cell_function()
-        src = self.src
-        src(0, signature(self.params, self.literals))
         if self.kind is OutputKind.NO_AGG:
             self.map_values()
         else:
             self.aggregate()
-        kernel = module(self.params, src, self.literals, self.spec.cplan.body)
-        marker = "@numba.njit(**_JIT)"
-        kernel.source = kernel.source.replace(marker, f"{cell}\n\n\n{marker}", 1)
-        return kernel
+        body = self.spec.cplan.body
+        return module(
+            self.params, self.literals, body, self.setup, self.src, self.finish, helpers=[cell]
+        )
 
 
 def per_value_kernel(spec) -> Kernel:

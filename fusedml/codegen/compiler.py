@@ -1,7 +1,8 @@
 """When and where a generated kernel becomes machine code: the compile tiers.
 
-A generated kernel never compiles at call time (``cache.get_kernel`` turns that off): a call whose
-argument types have no machine code yet raises ``TypeError``, and the runtime asks ``obtain``.
+A generated kernel's chunk function has one signature, ``chunk(int64 c, int64 frame)``
+(``SIGNATURE``), and never compiles when called (``cache.get_kernel`` turns that off): the runtime
+asks ``obtain`` for its machine code, then ``address`` for the C entry point the launcher calls.
 What ``obtain`` does is ``fm.config(compile=...)`` (environment variable ``FUSEDML_COMPILE``):
 
 - ``eager``: load the machine code from the disk cache, or compile it now in this process;
@@ -29,9 +30,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from numba import types
 
 from fusedml import _stats
 from fusedml._config import get_config
@@ -45,9 +48,14 @@ except ImportError:  # not POSIX: compiles of one kernel by two processes are no
 _lock = threading.RLock()  # one compile (or load) at a time in this process, as numba's own lock
 
 
-def signature(fn: Any, args: Sequence[Any]) -> tuple:
-    """The numba argument types of a call, as the dispatcher would compute them."""
-    return tuple(fn.typeof_pyval(a) for a in args)
+SIGNATURE = (types.int64, types.int64)  # every chunk function's: (chunk index, frame address)
+
+
+def address(fn: Any) -> int:
+    """The address of the C wrapper numba emits for ``fn``'s machine code (``int64(int64,
+    int64)``); ``fn`` must have it (``obtain``)."""
+    result = fn.overloads[SIGNATURE]
+    return result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
 
 
 @contextlib.contextmanager
@@ -117,16 +125,17 @@ class Job:
 _pending: dict[Any, Job] = {}  # kernel dispatcher -> its compile in the worker
 
 
-def obtain(fn: Any, args: Sequence[Any]) -> bool:
-    """Whether ``fn`` has machine code for a call with ``args`` now (loaded or compiled as the
-    compile mode says, see the module docstring); False while a worker compiles it. True also
-    when the code was there already: the failed call's ``TypeError`` was then its own."""
+def obtain(fn: Any) -> bool:
+    """Whether the chunk function ``fn`` has machine code now (loaded or compiled as the compile
+    mode says, see the module docstring); False while a worker compiles it."""
+    if SIGNATURE in fn.overloads:
+        return True
     job = _pending.get(fn)
     if job is not None and not job.done.is_set():
         if get_config().compile != "eager":
             return False
         job.done.wait()  # eager callers (a Dask block) wait for the compile under way
-    sig = signature(fn, args)
+    sig = SIGNATURE
     if load(fn, sig):
         return True
     mode = get_config().compile

@@ -9,7 +9,7 @@ from fusedml.codegen.cell import buffers, side_reads
 from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import DenseOperand, Param
 from fusedml.codegen.render import Literals, render_scalar_body
-from fusedml.codegen.source import Kernel, Source, module, signature
+from fusedml.codegen.source import Kernel, Source, combine, module
 from fusedml.cplan.kinds import OutputKind
 from fusedml.fusion.templates import outer_product
 from fusedml.ir.dag import Dag
@@ -42,7 +42,7 @@ class _Outer:
         self.kind = spec.cplan.outputs[0]
         self.sparse = spec.sparse
         self.literals = Literals()
-        self.src = Source()
+        self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
         root = self.root
         if self.kind is OutputKind.COL_PRODUCT:  # (Y).T @ L: the transpose of the cell values Y
             self.value = root.inputs[0].inputs[0]
@@ -78,7 +78,7 @@ class _Outer:
         return loads, head, ["    " * 4 + d for d in dots] + lines, names[self.value]
 
     def allocate(self) -> None:
-        src, kind = self.src, self.kind
+        src, kind = self.setup, self.kind
         if kind is OutputKind.COL_PRODUCT:  # n x k partials per chunk: fewer chunks when n is large
             src(1, f"nchunk = {chunks_source(partial_chunks_source(f'n * {_ncols(self.other)}'))}")
         else:
@@ -88,10 +88,8 @@ class _Outer:
         elif kind is OutputKind.NO_AGG:
             size = self.main.operand.stored(self.main) if self.sparse else "(m, n)"
             src(1, f"out = np.empty({size})")
-            src(1, "f.huge_pages(out)")
         elif kind is OutputKind.ROW_PRODUCT:
             src(1, f"out = np.empty((m, {_ncols(self.other)}))")
-            src(1, "f.huge_pages(out)")
         else:
             src(1, f"partial = np.zeros((nchunk, n, {_ncols(self.other)}))")
 
@@ -109,35 +107,22 @@ class _Outer:
             loop(5, f"partial[c, j, r] += f.mul({result}, {other.at('i', 'r')})")
 
     def combine(self) -> None:
-        src = self.src
         if self.kind is OutputKind.FULL_AGG:
-            src(2, "partial[c] = acc")
-            src(1, "total = 0.0")
-            src(1, "for c in range(nchunk):")
-            src(2, "total += partial[c]")
-            src(1, "return np.array([total])")
+            self.src(2, "partial[c] = acc")
+            self.finish(1, f"return np.array([{combine('sum', 'partial')}])")
         elif self.kind is OutputKind.COL_PRODUCT:
-            src(1, f"out = np.zeros((n, {_ncols(self.other)}))")
-            src(1, "for c in range(nchunk):")
-            src(2, "for j in range(n):")
-            src(3, f"for r in range({_ncols(self.other)}):")
-            src(4, "out[j, r] += partial[c, j, r]")
-            src(1, "return out")
+            self.finish(1, f"return {combine('sum', 'partial')}")
         else:
-            src(1, "return out")
+            self.finish(1, "return out")
 
     def build(self) -> Kernel:
         loads, head, lines, result = self.cell_body()  # renders first: literals become args
         src = self.src
-        src(0, signature(self.params, self.literals))
         self.allocate()
-        src(1, "for c in prange(nchunk):")
         src(2, "lo = c * m // nchunk")
         src(2, "hi = (c + 1) * m // nchunk")
         buffers([p for p in self.params if p is not self.main], src, 2)
-        if (
-            self.kind is OutputKind.ROW_PRODUCT
-        ):  # each chunk zeroes its rows: first touch in parallel
+        if self.kind is OutputKind.ROW_PRODUCT:  # each chunk zeroes its rows: first touch here
             src(2, "out[lo:hi, :] = 0.0")
         src(2, "acc = 0.0")
         loop = Source()  # the i loop; a dense driver's is blocked over columns below
@@ -152,7 +137,8 @@ class _Outer:
             src(2, f"for jb in range(0, n, {OUTER_BLOCK}):")
             src.extend(["    " + line for line in loop.lines])
         self.combine()
-        return module(self.params, src, self.literals, self.spec.cplan.body)
+        body = self.spec.cplan.body
+        return module(self.params, self.literals, body, self.setup, src, self.finish)
 
 
 def outer_kernel(spec) -> Kernel:

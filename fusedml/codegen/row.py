@@ -24,7 +24,7 @@ from fusedml.codegen.render import (
     elementwise_source,
     single_read_vectors,
 )
-from fusedml.codegen.source import INIT, Kernel, Source, fold, module, row_loop, signature
+from fusedml.codegen.source import INIT, Kernel, Source, combine, fold, module, row_loop
 from fusedml.cplan.kinds import OutputKind
 from fusedml.ir.dag import Dag, row_product_operands
 from fusedml.ir.node import Node
@@ -46,7 +46,7 @@ class _RowBody:
         self.rows = rows
         self.main_cols = params[0].node.meta.cols
         self.literals = literals
-        self.head: list[str] = []  # once per call, before the chunks (may lower ``nchunk``)
+        self.head: list[str] = []  # setup's statements, once per call (may lower ``nchunk``)
         self.alloc: list[str] = []  # per-chunk scratch allocations
         self.lines: list[str] = []  # statements computing the nodes
         # scalars: an expression; vectors: an index template over "{q}" (read in place, no views)
@@ -119,9 +119,9 @@ class _RowBody:
             self.loaded[node] = None
         return self.value[node] if self.width[node] is None else self.value[node].format(q=q)
 
-    def _vector(self, node: Node, width: int) -> str:
+    def _vector(self, node: Node, width: int, room: int | None = None) -> str:
         name = f"v{len(self.alloc)}"
-        self.alloc.append(f"{name} = np.empty({width})")
+        self.alloc.append(f"{name} = np.empty({room or width})")
         self.value[node], self.width[node] = f"{name}[{{q}}]", width
         return name
 
@@ -262,15 +262,17 @@ class _RowBody:
         """Each column of row i @ B as one dot product along the row and a contiguous row of B.T
         (copied once per call): below 16 columns this was measured 1.2-4x faster than axpys
         over B's rows, whose inner loop is a fraction of a vector register wide."""
+        blocked = width is not None and width >= DOT_BLOCK
+        blocked = blocked and not annihilates(x) and not annihilates(b)
+        padded = -(-(width or 1) // DOT_BLOCK) * DOT_BLOCK
         if width is None:
             b_at = self.param[b].at("t", "0")
         else:
-            if b not in self.transposed:
-                self.transposed[b] = f"{self.param[b].name}_t"
-                self.head.append(
-                    f"{self.transposed[b]} = np.ascontiguousarray({self.param[b].name}.T)"
-                )
-            b_at = f"{self.transposed[b]}[q, t]"
+            b_at = f"{self._b_t(b, padded if blocked else width)}[q, t]"
+        if blocked:
+            v = self._vector(node, width, room=padded)
+            self._blocked_dots(x, self.transposed[b], v, padded)
+            return
         guards = [f"{self._at(x, 't')} != 0.0"] if annihilates(x) else []  # sparse zeros
         guards += [f"{b_at} != 0.0"] if annihilates(b) else []
         term = f"f.mul({self._at(x, 't')}, {b_at})"
@@ -281,19 +283,27 @@ class _RowBody:
             self._scalar(node, "acc")
             return
         v = self._vector(node, width)
-        blocked = 0 if guards else width - width % DOT_BLOCK
-        if blocked:
-            self._blocked_dots(x, self.transposed[b], v, blocked)
-        if blocked < width:
-            rest = f"{blocked}, {width}" if blocked else f"{width}"
-            self.lines += [f"for q in range({rest}):", *(f"    {line}" for line in dot)]
-            self.lines.append(f"    {v}[q] = acc")
+        self.lines += [f"for q in range({width}):", *(f"    {line}" for line in dot)]
+        self.lines.append(f"    {v}[q] = acc")
+
+    def _b_t(self, b: Node, rows: int) -> str:
+        """The name of B.T, copied once per call (in setup) with ``rows`` rows: zero rows pad it
+        to whole blocks of dot products."""
+        if b not in self.transposed:
+            name = self.transposed[b] = f"{self.param[b].name}_t"
+            self.head += [
+                f"{name} = np.zeros(({rows}, {b.shape[0]}))",
+                f"{name}[:{b.shape[1]}] = {self.param[b].name}.T",
+            ]
+        return self.transposed[b]
 
     def _blocked_dots(self, x: Node, b_t: str, v: str, columns: int) -> None:
-        """The first ``columns`` dot products of ``_dot_product``, DOT_BLOCK at a time: each read
-        of the row serves DOT_BLOCK rows of B.T (one accumulator each, summed over t in the same
-        order), where one dot at a time read the row again per column. The KMeans step on
-        1,797 x 64 (K = 10): 144 -> 121 us."""
+        """The dot products of ``_dot_product``, DOT_BLOCK at a time: each read of the row serves
+        DOT_BLOCK rows of B.T (one accumulator each, summed over t in the same order), where one
+        dot at a time read the row again per column (the KMeans step on 1,797 x 64, K = 10: 144
+        -> 121 us). Every column takes this path, the last block padded with zero rows of B.T:
+        columns computed by two different loops could round differently, and equal columns of B
+        (KMeans' duplicated centroids) must give equal values."""
         accs = [f"dot{k}" for k in range(DOT_BLOCK)]
         self.lines += [
             f"for q in range(0, {columns}, {DOT_BLOCK}):",
@@ -426,6 +436,8 @@ class _Sink:
         return [self.value] if self.x is None else [self.value, self.x]
 
     def emit(self, rb: _RowBody, head: Source, chunk: Source, tail: Source, end: Source) -> None:
+        """``head``: setup's statements (allocations); ``chunk``, ``tail`` and ``end``: the chunk's
+        start, the row loop's end and the chunk's end; ``end.after``: finish's statements."""
         k, kind, agg = self.k, self.kind, self.agg
         width = rb.width[self.value]
         cols = 1 if width is None else width
@@ -433,7 +445,6 @@ class _Sink:
         out, partial = f"out{k}", f"partial{k}"
         if kind.per_row:
             head(1, f"{out} = np.empty((m, {cols}))")
-            head(1, f"f.huge_pages({out})")
             tail(3, f"for q in range({rb.size(cols, self.value)}):")
             tail(4, f"{out}[i, q] = {at('q')}")
         elif kind is OutputKind.COL_AGG:
@@ -442,32 +453,21 @@ class _Sink:
             head(1, f"{partial} = np.full((nchunk, {cols}), {INIT[agg]})")
             tail(3, f"for q in range({rb.size(cols, self.value)}):")
             tail(4, fold(agg, f"{partial}[c, q]", at("q")))
-            end(1, f"{out} = np.full({cols}, {INIT[agg]})", after=True)
-            end(1, "for c in range(nchunk):", after=True)
-            end(2, f"for q in range({cols}):", after=True)
-            end(3, fold(agg, f"{out}[q]", f"{partial}[c, q]"), after=True)
+            end(1, f"{out} = {combine(agg, partial)}", after=True)
         elif kind is OutputKind.FULL_AGG:
             head(1, f"{partial} = np.empty(nchunk)")
             chunk(2, f"acc{k} = {INIT[agg]}")
             tail(3, f"for q in range({rb.size(cols, self.value)}):")
             tail(4, fold(agg, f"acc{k}", at("q")))
             end(2, f"{partial}[c] = acc{k}")
-            end(1, f"total{k} = {INIT[agg]}", after=True)
-            end(1, "for c in range(nchunk):", after=True)
-            end(2, fold(agg, f"total{k}", f"{partial}[c]"), after=True)
-            end(1, f"{out} = np.array([total{k}])", after=True)
+            end(1, f"{out} = np.array([{combine(agg, partial)}])", after=True)
         else:  # X.T @ Y: per-chunk partials, updated in place (chunk-local scratch arrays were
-            # measured 1.7x slower: numba does not vectorize their updates inside prange)
+            # measured 1.7x slower: numba does not vectorize their updates)
             nx = self.x.shape[1]
             shape = f"(nchunk, {nx})" if width is None else f"(nchunk, {nx}, {cols})"
             head(1, f"{partial} = np.zeros({shape})")
             _transposed_product_tail(tail, rb, self.x, self.value, nx, width, partial)
-            end(1, f"{out} = np.zeros(({nx}, {cols}))", after=True)
-            end(1, "for c in range(nchunk):", after=True)
-            end(2, f"for t in range({nx}):", after=True)
-            end(3, f"for q in range({cols}):", after=True)
-            item = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
-            end(4, f"{out}[t, q] += {item}", after=True)
+            end(1, f"{out} = {combine('sum', partial)}.reshape(({nx}, {cols}))", after=True)
 
 
 class _End(Source):
@@ -503,15 +503,13 @@ def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Ker
     rb.inline_single_reads(rendered, set(kept))
     for n in rendered:
         rb.render(n)
-    src, chunk, tail, end = Source(), Source(), Source(), _End()
-    src(0, signature(params, literals))
-    src(1, f"nchunk = {chunks_source(partial_chunks(sum(s.partial_cells(rb) for s in sinks)))}")
+    setup, src, chunk, tail, end = Source(), Source(), Source(), Source(), _End()
+    setup(1, f"nchunk = {chunks_source(partial_chunks(sum(s.partial_cells(rb) for s in sinks)))}")
     for line in rb.head:
-        src(1, line)
+        setup(1, line)
     for sink in sinks:
-        sink.emit(rb, src, chunk, tail, end)
+        sink.emit(rb, setup, chunk, tail, end)
     scratch_alloc, scratch_fill = rb.scratch_rows()
-    src(1, "for c in prange(nchunk):")
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
     for line in rb.alloc + scratch_alloc:
@@ -522,7 +520,6 @@ def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Ker
         src(3, line)
     src.extend(tail.lines)
     src.extend(end.lines)
-    src.extend(end.after.lines)
-    outs = ", ".join(f"out{k}" for k in range(len(sinks)))
-    src(1, f"return {outs}")
-    return module(params, src, literals, body)
+    finish = end.after
+    finish(1, f"return {', '.join(f'out{k}' for k in range(len(sinks)))}")
+    return module(params, literals, body, setup, src, finish)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from fusedml.codegen.chunking import chunks_source, partial_chunks
 from fusedml.codegen.operands import DENSE, SCALAR, Param
 from fusedml.codegen.render import Literals, elementwise_source, single_read_vectors
-from fusedml.codegen.source import INIT, Kernel, Source, fold, module, signature
+from fusedml.codegen.source import INIT, Kernel, Source, combine, fold, module
 from fusedml.cplan.kinds import OutputKind
 from fusedml.formats import Format
 from fusedml.ir.dag import Dag
@@ -301,9 +301,9 @@ class _TileBody:
 
 def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -> None:
     """What one output does with the tile's values: rows written, or per-chunk partials updated
-    in place and combined in chunk order after the chunks. ``src``: the Sources before the
-    chunks (head), in a chunk before its tiles (chunk), per tile (tail), in a chunk after its
-    tiles (end) and after the chunks (after)."""
+    in place and combined in chunk order after the chunks. ``src``: the Sources of setup (head),
+    in a chunk before its tiles (chunk), per tile (tail), in a chunk after its tiles (end) and of
+    finish (after)."""
     head, chunk, tail, end, after = (src[k] for k in ("head", "chunk", "tail", "end", "after"))
     nodes = _sink_nodes(root, kind)
     value = nodes[0]
@@ -313,15 +313,13 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
     out, partial = f"out{k}", f"partial{k}"
     if kind.per_row:
         head(1, f"{out} = np.empty((m, {cols}))")
-        head(1, f"f.huge_pages({out})")
         tail(3, f"for q in range({tb.loop(cols, value)}):")
         tail(4, "for r in range(rows):")
         tail(5, f"{out}[{ROW('r')}, q] = {at('q')}")
         return
     agg = root.op.value if root.op in AGGREGATE else None
     if kind is OutputKind.COL_AGG:
-        after(1, f"{out} = np.full({cols}, {INIT[agg]})")
-        after(1, "for c in range(nchunk):")
+        after(1, f"{out} = {combine(agg, partial)}")
         head(1, f"{partial} = np.full((nchunk, {cols}), {INIT[agg]})")
         if _counts(value, agg, tb):  # exact integers, in two banks as _onehot_scatter's sums
             _banks(chunk, end, f"bank{k}", {"q": cols}, f"{partial}[c, q]")
@@ -333,8 +331,6 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
             tail(4, "for r in range(rows):")
             tail(5, fold(agg, "acc", at("q")))
             tail(4, fold(agg, f"{partial}[c, q]", "acc"))
-        after(2, f"for q in range({cols}):")
-        after(3, fold(agg, f"{out}[q]", f"{partial}[c, q]"))
     elif kind is OutputKind.FULL_AGG:  # row by row, in the row kernel's order
         head(1, f"{partial} = np.empty(nchunk)")
         chunk(2, f"acc{k} = {INIT[agg]}")
@@ -342,10 +338,7 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         tail(4, f"for q in range({tb.loop(cols, value)}):")
         tail(5, fold(agg, f"acc{k}", at("q")))
         end(2, f"{partial}[c] = acc{k}")
-        after(1, f"total{k} = {INIT[agg]}")
-        after(1, "for c in range(nchunk):")
-        after(2, fold(agg, f"total{k}", f"{partial}[c]"))
-        after(1, f"{out} = np.array([total{k}])")
+        after(1, f"{out} = np.array([{combine(agg, partial)}])")
     else:  # X.T @ Y: one dot product along the tile per cell
         x = nodes[1]
         nx = x.shape[1]
@@ -357,11 +350,7 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
             _onehot_scatter(tb, tail, tb.onehot[x], x, value, f"bank{k}")
         else:
             _dots(tb, tail, x, value, width, cell)
-        after(1, f"{out} = np.zeros(({nx}, {cols}))")
-        after(1, "for c in range(nchunk):")
-        after(2, f"for t in range({nx}):")
-        after(3, f"for q in range({cols}):")
-        after(4, f"{out}[t, q] += {cell}")
+        after(1, f"{out} = {combine('sum', partial)}.reshape(({nx}, {cols}))")
 
 
 def _banks(chunk: Source, end: Source, bank: str, dims: dict[str, int], cell: str) -> None:
@@ -435,13 +424,10 @@ def tile_kernel(spec) -> Kernel:
         tb.render(node)
     src = Source()
     parts = {name: Source() for name in ("head", "chunk", "tail", "end", "after")}
-    src(0, signature(params, literals))
     cells = sum(_partial_cells(root, kind, tb) for root, kind in outputs)
-    src(1, f"nchunk = {chunks_source(partial_chunks(cells))}")
+    parts["head"](1, f"nchunk = {chunks_source(partial_chunks(cells))}")
     for k, (root, kind) in enumerate(outputs):
         _emit_sink(tb, root, kind, k, parts)
-    src.extend(parts["head"].lines)
-    src(1, "for c in prange(nchunk):")
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
     copies_alloc, copies = tb.tile_copies()
@@ -454,6 +440,6 @@ def tile_kernel(spec) -> Kernel:
         src(3, line)
     src.extend(parts["tail"].lines)
     src.extend(parts["end"].lines)
-    src.extend(parts["after"].lines)
-    src(1, f"return {', '.join(f'out{k}' for k in range(len(outputs)))}")
-    return module(params, src, literals, spec.cplan.body)
+    finish = parts["after"]
+    finish(1, f"return {', '.join(f'out{k}' for k in range(len(outputs)))}")
+    return module(params, literals, spec.cplan.body, parts["head"], src, finish)

@@ -1,9 +1,9 @@
 """The skeleton registry: which hand-written skeleton builds a fused operator's kernel.
 
-A skeleton owns the loops (``prange`` over a fixed number of row chunks, so results do not depend
-on the thread count), reads its inputs through their operands (``operands.py``) and combines
-per-chunk partials in chunk order (deterministic); generated code fills in only the body. The
-registry is keyed by (template, driver format): the built-in skeletons serve every format
+A skeleton owns the loops (one row chunk's: the launcher runs a fixed number of them, so results do
+not depend on the thread count), reads its inputs through their operands (``operands.py``) and
+combines per-chunk partials in chunk order (deterministic); generated code fills in only the body.
+The registry is keyed by (template, driver format): the built-in skeletons serve every format
 through the operand protocol (key ``(template, None)``); a format whose kernels want loops of
 their own registers them for its key.
 """

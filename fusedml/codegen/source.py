@@ -1,16 +1,33 @@
-"""Pieces every kernel module shares: the prelude, indented source lines, aggregation folds.
+"""Pieces every kernel module shares: the prelude, indented source lines, aggregation folds, and
+the module itself.
 
-A kernel module is the prelude (imports, numba flags, min/max folds), the helpers of the operands
-it reads (``operands.py``), and one function ``kernel(m, n, <operand args>, c0, c1, ...)``.
+A kernel module has three functions over the same values (``m``, ``n``, the operands' arguments,
+the literals ``c0, c1, ...``):
+
+- ``setup(...)``, plain Python: the chunk count, the outputs and per-chunk partials it allocates,
+  and whatever else is computed once per call; returns them (its *state*, ``nchunk`` first);
+- ``chunk(c, frame)``, compiled by numba: reads every value chunk ``c`` of the rows needs
+  (arguments and state) from the frame (``frame.py``) and calls ``body``, which computes it with
+  the arrays as arguments (marked as not aliasing each other); run by the launcher on the shared
+  threads;
+- ``finish(..., <state>)``, plain Python: the outputs from the chunks' partials, combined in chunk
+  order.
+
+Only ``chunk`` is compiled, and it is serial: no parallel loop, no allocation of results, no
+combining of partials goes through numba, whose compile time grows with every line it is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import ast
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from fusedml.codegen import frame
 from fusedml.codegen.cellops import SOURCE_DIGEST
-from fusedml.codegen.chunking import JIT
+from fusedml.codegen.chunking import BODY_JIT, JIT
 from fusedml.codegen.operands import Param
 from fusedml.codegen.render import Literals
 
@@ -19,11 +36,11 @@ from fusedml.codegen.render import Literals
 PRELUDE = f"""\
 import numba
 import numpy as np
-from numba import prange
 
 import fusedml.codegen.cellops as f  # cellops {SOURCE_DIGEST}
 
 _JIT = {JIT!r}
+_BODY = {BODY_JIT!r}
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -58,6 +75,13 @@ def fold(agg: str, acc: str, value: str) -> str:
     return f"{acc} = _{agg}({acc}, {value})"
 
 
+def combine(agg: str, partial: str) -> str:
+    """Python source folding per-chunk partials ``partial`` (chunks along axis 0) in chunk order,
+    from the aggregate's initial value (no chunks: that value)."""
+    ufunc = {"sum": "add", "mean": "add", "min": "minimum", "max": "maximum"}[agg]
+    return f"np.{ufunc}.reduce({partial}, axis=0, initial={INIT[agg]})"
+
+
 class Source:
     """Accumulates indented lines."""
 
@@ -80,24 +104,92 @@ class Source:
 
 @dataclass
 class Kernel:
-    source: str  # the module's source (prelude, helpers, one kernel function ``kernel``)
+    """A kernel module's parts (see the module docstring); ``source(kinds)`` assembles it once the
+    kinds of the values its chunk function reads are known (``frame.describe``)."""
+
+    args: list[str]  # setup's and finish's arguments
+    setup: list[str]  # setup's statements (one level deep), ``nchunk`` among the names assigned
+    chunk: list[str]  # the chunk function's statements (one level deep)
+    finish: list[str]  # finish's statements (one level deep), ending with a return
     literal_positions: list[int]  # body.nodes index of the literal passed as c0, c1, ...
+    helpers: list[str] = field(default_factory=list)  # module-level source, before the functions
+
+    @functools.cached_property
+    def state(self) -> list[str]:
+        """The names setup assigns (its result), ``nchunk`` first."""
+        tree = ast.parse("\n".join(line[4:] for line in self.setup) or "pass")
+        names = [
+            t.id for node in tree.body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)
+        ]  # fmt: skip
+        ordered = list(dict.fromkeys(["nchunk", *names]))
+        return [n for n in ordered if n not in self.args]
+
+    @functools.cached_property
+    def reads(self) -> list[str]:
+        """The values (arguments, then state) the chunk function reads, in frame order."""
+        text = "\n".join(self.chunk)
+        used = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text)) | {"m", "nchunk"}
+        return [n for n in [*self.args, *self.state] if n in used]
+
+    def source(self, kinds: Sequence | None = None) -> str:
+        """The module's source for values of these kinds (None: the frame's reads as a comment,
+        for reading)."""
+        reads = ", ".join(self.reads)
+        if kinds is None:
+            header = [f"    # {reads} read from the frame"]
+        else:
+            count = frame.words_of(kinds)
+            header = [f"    s = numba.carray(f.pointer(frame), {count}, np.int64)"]
+            header += ["    " + line for line in frame.unpack(self.reads, kinds)]
+        body = ["@numba.njit(**_BODY)", f"def body(c, {reads}):", *self.chunk, "    return 1"]
+        chunk = ["@numba.njit(**_JIT)", "def chunk(c, frame):", *header]
+        chunk.append(f"    return body(c, {reads})")
+        return self._assemble(["\n".join(body), "\n".join(chunk)])
+
+    def python_source(self) -> str:
+        """The module without its chunk function: what runs as plain Python."""
+        return self._assemble([])
+
+    def _assemble(self, chunk: list[str]) -> str:
+        args, state = ", ".join(self.args), ", ".join(self.state)
+        parts = [
+            PRELUDE,
+            *self.helpers,
+            "\n".join([f"def setup({args}):", *self.setup, f"    return ({state},)"]),
+            *chunk,
+            "\n".join([f"def finish({args}, {state}):", *self.finish]),
+        ]
+        return "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
-def signature(params: list[Param], literals: Literals) -> str:
-    """``def kernel(...)``: the row and column counts, the operands' arguments, the literals."""
+def arguments(params: list[Param], literals: Literals) -> list[str]:
+    """The kernel's values: the row and column counts, the operands' arguments, the literals."""
     args = ["m", "n"]
     for p in params:
         args += p.args()
-    args += [f"c{k}" for k in range(len(literals.nodes))]
-    return f"def kernel({', '.join(args)}):"
+    return args + [f"c{k}" for k in range(len(literals.nodes))]
 
 
-def module(params: list[Param], function: Source, literals: Literals, body) -> Kernel:
-    """The kernel module: prelude, each operand's helpers once, the kernel function."""
-    helpers = list(dict.fromkeys(p.operand.helpers for p in params if p.operand.helpers))
-    parts = [PRELUDE, *helpers, "@numba.njit(**_JIT)\n" + function.text()]
-    return Kernel("\n\n".join(parts), literals.positions(body))
+def dedent(lines: Iterable[str], levels: int = 1) -> list[str]:
+    """Lines moved ``levels`` indentation levels to the left."""
+    cut = "    " * levels
+    return [line[len(cut) :] if line.startswith(cut) else line.lstrip() for line in lines]
+
+
+def module(
+    params: list[Param], literals: Literals, body, setup: Source, chunk: Source,
+    finish: Source, helpers: Sequence[str] = (),
+) -> Kernel:  # fmt: skip
+    """The kernel from its functions' statements: ``setup`` and ``finish`` one level deep, the
+    chunk's two (as inside the loop over chunks they were written for); each operand's helpers
+    are added once."""
+    operand_helpers = list(dict.fromkeys(p.operand.helpers for p in params if p.operand.helpers))
+    return Kernel(
+        args=arguments(params, literals), setup=list(setup.lines),
+        chunk=dedent(chunk.lines), finish=list(finish.lines),
+        literal_positions=literals.positions(body), helpers=[*operand_helpers, *helpers],
+    )  # fmt: skip
 
 
 def row_loop(params: list[Param]) -> str:

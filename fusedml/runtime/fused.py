@@ -1,69 +1,108 @@
 """Running a fused operator's generated kernel: input values in, one partial per output out.
 
-Everything that depends only on the operator (its kernel spec, compiled kernel and literal values)
-is prepared once per operator and kept while the plan lives, so a repeated call pays only the
-operands' marshalling and the kernel itself. ``partials`` runs the kernel over whatever rows it
-is given (a backend may give it one row block at a time); ``results`` finishes the combined
-partials into the outputs' values.
+Everything that depends only on the operator (its kernel spec, kernel module and literal values) is
+prepared once per operator and kept while the plan lives. A call runs the module's ``setup`` (the
+chunk count, outputs and partials), packs the values its chunk function reads into a frame, runs
+the chunks on the shared threads (``launch.py``) and lets ``finish`` combine their partials.
+The chunk function is compiled once per kinds of those values (numba specializes on dtypes: a CSR
+matrix may have int32 or int64 indices), usually once. ``partials`` runs the kernel over whatever
+rows it is given (a backend may give it one row block at a time); ``results`` finishes the
+combined partials into the outputs' values.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from fusedml import _stats
-from fusedml.codegen import compiler
-from fusedml.codegen.cache import get_kernel, kernel_file
+from fusedml.codegen import compiler, frame
+from fusedml.codegen.cache import get_kernel, kernel_file, python_functions
+from fusedml.codegen.source import Kernel
 from fusedml.codegen.spec import KernelSpec, kernel_spec
 from fusedml.cplan.kinds import mean_count
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Format
+from fusedml.runtime.launch import run_chunks
 
 
 class KernelNotReady(Exception):
     """The operator's kernel has no machine code yet (a worker is compiling it)."""
 
 
-_prepared: weakref.WeakKeyDictionary[FusedOp, tuple] = weakref.WeakKeyDictionary()
+@dataclass(eq=False)
+class Prepared:
+    """What a call of one operator's kernel needs beyond its inputs."""
+
+    spec: KernelSpec
+    kernel: Kernel
+    literals: list[float]
+    setup: Any  # the module's setup and finish, plain Python
+    finish: Any
+    reads: list[int]  # indices into (arguments, state) of the values the chunk function reads
+    chunks: dict[tuple, tuple[Any, int]] = field(default_factory=dict)  # kinds -> (fn, address)
 
 
-def prepared(op: FusedOp) -> tuple[KernelSpec, Any, list[float]]:
-    """(spec, compiled kernel, literal values) of an operator, made on first use."""
+_prepared: weakref.WeakKeyDictionary[FusedOp, Prepared] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def prepared(op: FusedOp) -> Prepared:
+    """The operator's ``Prepared``, made on first use."""
     found = _prepared.get(op)
     if found is None:
         spec = kernel_spec(op.cplan)
-        fn, kernel = get_kernel(spec.key, spec.build)
+        kernel = spec.build()
+        setup, finish = python_functions(kernel)
         nodes = op.cplan.body.nodes
         literals = [float(nodes[k].attr("value")) for k in kernel.literal_positions]
-        found = _prepared[op] = (spec, fn, literals)
+        names = [*kernel.args, *kernel.state]
+        reads = [names.index(n) for n in kernel.reads]
+        found = _prepared[op] = Prepared(spec, kernel, literals, setup, finish, reads)
     return found
 
 
 def partials(op: FusedOp, inputs: Sequence[Any]) -> list[Any]:
     """One partial per output of the kernel run over ``inputs`` (values of ``op.inputs``, the
     aligned ones possibly one row block of them)."""
-    spec, fn, literals = prepared(op)
-    args = [*spec.arguments(inputs), *literals]
+    p = prepared(op)
+    values = [*p.spec.arguments(inputs), *p.literals]
+    state = p.setup(*values)
+    every = values + list(state)
+    kinds, words, copies = frame.describe([every[k] for k in p.reads])
+    fn, address = _chunk(p, kinds)
+    frame_words = frame.pack(words)
     try:
-        raw = _call(fn, args)
-    except KernelNotReady:
-        raise
+        run_chunks(address, state[0], frame_words.ctypes.data)
     except Exception as exc:
         exc.add_note(f"kernel file: {kernel_file(fn)}")
         raise
+    del copies  # read by the chunks: kept until they ran
+    raw = p.finish(*values, *state)
     _stats.bump("kernels_executed")
-    return spec.partials(raw, inputs)
+    return p.spec.partials(raw, inputs)
 
 
-def _call(fn: Any, args: list[Any]) -> Any:
-    try:
-        return fn(*args)  # compiled code only: generated kernels never compile at call time
-    except (TypeError, RuntimeError):  # no code for these types (Runtime: a thread raced a compile)
-        if not compiler.obtain(fn, args):
-            raise KernelNotReady from None
-    return fn(*args)  # a TypeError of the kernel itself raises again
+def _chunk(p: Prepared, kinds: tuple) -> tuple[Any, int]:
+    """The compiled chunk function for values of these kinds and its address; raises
+    ``KernelNotReady`` while it has no machine code (the compile mode decides, ``compiler``)."""
+    found = p.chunks.get(kinds)
+    if found is not None:
+        return found
+    with _lock:
+        fn = get_kernel((p.spec.key, kinds), lambda: p.kernel.source(kinds))
+        try:
+            ready = compiler.obtain(fn)
+        except Exception as exc:
+            exc.add_note(f"kernel file: {kernel_file(fn)}")
+            raise
+        if not ready:
+            raise KernelNotReady
+        found = p.chunks[kinds] = (fn, compiler.address(fn))
+    return found
 
 
 def results(op: FusedOp, blocks: Sequence[list[Any]]) -> list[Any]:

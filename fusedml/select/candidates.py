@@ -32,6 +32,7 @@ from fusedml.ir.node import Node
 from fusedml.ir.ops import LEAF, Op
 
 Edge = tuple[Node, Node]  # (consumer, producer)
+_INNER = {t: frozenset(inner_types(t)) for t in TemplateType}
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +57,12 @@ class _Option:
     entry: MemoEntry
     children: tuple[Node, ...]  # fused inputs
     edges: int  # bit mask of the (node, child) edges it fuses
+    # the entry's traits, read once (the search asks them for thousands of cut sets)
+    type: TemplateType
+    open: bool
+    valid: bool
+    streams: bool  # an Outer root streaming its product (``MemoEntry.streams_outer``)
+    rank: tuple[int, int]  # root preference: template, then most fused inputs
 
 
 class PlanSpace:
@@ -72,6 +79,7 @@ class PlanSpace:
         self.options: dict[Node, tuple[_Option, ...]] = {}
         self.below: dict[Node, int] = {}  # the edges in a node's subgraph
         self.reach: dict[Node, int] = {}  # the edges an operator rooted here could fuse
+        self.streams: set[Node] = set()  # nodes an Outer operator may stream
         for node in memo.dag.nodes:
             opts = []
             for e in memo[node]:
@@ -79,7 +87,14 @@ class PlanSpace:
                 mask = 0
                 for c in children:
                     mask |= self.bit.setdefault((node, c), 1 << len(self.bit))
-                opts.append(_Option(e, children, mask))
+                streams = e.streams_outer(node)
+                close = e.close
+                rank = (int(e.type), -e.n_fused)
+                opts.append(
+                    _Option(e, children, mask, e.type, close.is_open, close.is_valid, streams, rank)
+                )
+                if streams:
+                    self.streams.add(node)
             self.options[node] = tuple(opts)
             reach = 0
             for o in opts:
@@ -128,14 +143,13 @@ class Planner:
         if parent is not TemplateType.OUTER and self.streams_outer(node):
             cache[key] = None
             return None
-        allowed = inner_types(parent)
+        allowed = _INNER[parent]
         best = None
         for o in self.space.options[node]:
-            e = o.entry
-            if e.type not in allowed or not e.close.is_open or o.edges & local:
+            if o.type not in allowed or not o.open or o.edges & local:
                 continue
             if all(self.inner_option(c, parent) is not None for c in o.children):
-                score = (e.type is not parent, -e.n_fused)
+                score = (o.type is not parent, o.rank[1])
                 if best is None or score < best[0]:
                     best = (score, o)
         cache[key] = best[1] if best else None
@@ -144,11 +158,10 @@ class Planner:
     def streams_outer(self, node: Node) -> bool:
         """Whether an Outer operator rooted at ``node`` can compute it under this cut without
         materializing its outer product (``MemoEntry.streams_outer``)."""
+        if node not in self.space.streams:
+            return False
         local = self._local_cut(node)
-        return any(
-            o.entry.streams_outer(node) and self._valid_root(o, local)
-            for o in self.space.options[node]
-        )
+        return any(o.streams and self._valid_root(o, local) for o in self.space.options[node])
 
     def cover(self, node: Node, root: _Option) -> frozenset[Node]:
         key = (node, root, self._local_cut(node))
@@ -180,16 +193,16 @@ class Planner:
 
     def _valid_root(self, o: _Option, local: int) -> bool:
         return (
-            o.entry.close.is_valid
+            o.valid
             and not o.edges & local
-            and all(self.inner_option(c, o.entry.type) is not None for c in o.children)
+            and all(self.inner_option(c, o.type) is not None for c in o.children)
         )
 
     def _root_option(self, node: Node, local: int) -> _Option | None:
         valid = [o for o in self.space.options[node] if self._valid_root(o, local)]
         if not valid:
             return None
-        chosen = min(valid, key=lambda o: (int(o.entry.type), -o.entry.n_fused))
+        chosen = min(valid, key=lambda o: o.rank)
         if chosen.entry.type is TemplateType.ROW:  # a Row plan that Cell covers alike is Cell
             for o in valid:
                 if (

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import replace
 
 import numba
 import numpy as np
@@ -146,7 +145,7 @@ def test_truncated_kernel_files_are_rewritten(cache, golden):
     first.write_text("".join(lines[:-1]))  # the final `return`: still valid Python
     compile(first.read_text(), str(first), "exec")
     text = second.read_text()
-    second.write_text(text[: text.index("def kernel") + 20])  # cut inside the signature
+    second.write_text(text[: text.index("def chunk") + 15])  # cut inside the signature
     with pytest.raises(SyntaxError):
         compile(second.read_text(), str(second), "exec")
     _assert_clean_run(_run(path))
@@ -265,8 +264,9 @@ def test_background_compiles_of_an_empty_cache_by_two_processes(tmp_path, golden
 @pytest.mark.parametrize(
     "broken",
     [
-        "def kernel(:\n",  # fails when its module runs
-        "import numba\n\n\n@numba.njit\ndef kernel(*a):\n    return undefined_name\n",  # compiling
+        "def chunk(:\n",  # fails when its module runs
+        # fails compiling
+        "import numba\n\n\n@numba.njit\ndef chunk(c, frame):\n    return nowhere\n",
     ],
 )
 def test_the_fallback_warning_names_the_kernel_file(broken, monkeypatch):
@@ -275,7 +275,7 @@ def test_the_fallback_warning_names_the_kernel_file(broken, monkeypatch):
     from fusedml.runtime import backend, fused
 
     def get_broken_kernel(key, make):
-        return kernel_cache.get_kernel((broken, key), lambda: replace(make(), source=broken))
+        return kernel_cache.get_kernel((broken, key), lambda: broken)
 
     monkeypatch.setattr(fused, "get_kernel", get_broken_kernel)
     monkeypatch.setattr(pipeline, "_plan_cache", type(pipeline._plan_cache)())

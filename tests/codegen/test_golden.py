@@ -1,6 +1,7 @@
-"""Golden sources: the generated kernel function of one operator per template (and a sparse
-driver), compared line by line with files under ``golden/``. A change of a skeleton shows up here
-as a readable diff; ``FUSEDML_UPDATE_GOLDEN=1`` rewrites the files after such a change."""
+"""Golden sources: the generated kernel module's functions (setup, chunk, finish) of one operator
+per template (and a sparse driver), compared line by line with files under ``golden/``. A change
+of a skeleton shows up here as a readable diff; ``FUSEDML_UPDATE_GOLDEN=1`` rewrites the files
+after such a change."""
 
 import os
 from pathlib import Path
@@ -36,8 +37,8 @@ def _cases():
 def kernel_function(expr, mode) -> str:
     with fm.config(compile_s=0.0, dispatch_s=0.0):
         (op,) = fm.explain(expr, fusion=mode).operators
-    source = kernel_spec(op.cplan).build().source
-    return source[source.index("@numba.njit(**_JIT)\ndef kernel") :]
+    source = kernel_spec(op.cplan).build().source()
+    return source[source.index("def setup(") :]
 
 
 @pytest.mark.parametrize("name", sorted(_cases()))

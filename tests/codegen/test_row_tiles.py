@@ -23,11 +23,20 @@ def _special(X):
     return X
 
 
+def _dyadic(shape):
+    """Normal draws rounded to multiples of 2**-10: every product and sum of a few hundred of
+    them is exact in float64, so a duplicated centroid ties exactly whatever order numpy's BLAS
+    or a kernel sums in (with arbitrary floats BLAS itself may round two equal columns
+    differently), and other centroids' distances are far apart (coarser steps made two rows of C
+    sum alike, a near tie on the row of 1e300s that rounding decides)."""
+    return np.round(RNG.standard_normal(shape) * 1024) / 1024
+
+
 def _source(expr, mode):
     with fm.config(compile_s=0.0, dispatch_s=0.0):
         (op,) = fm.explain(expr, fusion=mode).operators
     assert op.template == "row"
-    return kernel_spec(op.cplan).build().source
+    return kernel_spec(op.cplan).build().source()
 
 
 def _fused(expr, mode):
@@ -47,8 +56,8 @@ def _kmeans_step(X, C):
 
 @pytest.mark.parametrize(("cols", "tiled"), [(10, True), (40, False)])
 def test_kmeans_step_matches_the_reference_tiled_or_not(cols, tiled):
-    X = _special(RNG.standard_normal((ROWS, cols)))
-    C = RNG.standard_normal((7, cols))
+    X = _special(_dyadic((ROWS, cols)))
+    C = _dyadic((7, cols))
     C[5] = C[2]  # a duplicated centroid: every record near it is an exact tie, shared equally
     expr = _kmeans_step(X, C)
     assert ("for i0 in range(lo, hi" in _source(expr[0], "fuse_all")) == tiled
@@ -106,12 +115,12 @@ def test_one_hot_scatter_matches_numpy(cols, tiled, sparse):
     """P.T @ Y with P the one-hot rows of each record's first nearest centroid: finite rows of Y
     are added to their group only, a row with inf or NaN makes 0 * inf NaN in the others, and
     a tie goes to the first centroid, as numpy's ``np.eye(k)[np.argmax(-D, 1)].T @ Y``."""
-    X = RNG.standard_normal((ROWS, cols))
+    X = _dyadic((ROWS, cols))
     if sparse:
         X[RNG.random(X.shape) < 0.7] = 0.0
         X[:, 3] = X[:, 3] * 0.0  # -0.0 and 0.0 stored or not
     X = _special(X)
-    C = RNG.standard_normal((7, cols))
+    C = _dyadic((7, cols))
     C[5] = C[2]  # exact ties: the records near centroid 2 go to 2, none to 5
     Xv = sp.csr_array(X) if sparse else X
     expr = _first_nearest_step(Xv, C)
@@ -135,11 +144,11 @@ def test_argmax_is_computed_in_the_row_kernel_as_numpy_s(cols, tiled, sparse):
     """fm.argmax of a per-row result is an output of the Row kernel (no matrix of scores is
     written for numpy's argmax to scan): the first maximum, a NaN before any number, ties to
     the first, int64 as numpy's, also inside the kernel (``labels == y``)."""
-    X = RNG.standard_normal((ROWS, cols))
+    X = _dyadic((ROWS, cols))
     if sparse:
         X[RNG.random(X.shape) < 0.7] = 0.0
     X = _special(X)
-    C = RNG.standard_normal((7, cols))
+    C = _dyadic((7, cols))
     C[5] = C[2]
     y = RNG.integers(0, 7, size=(ROWS, 1)).astype(float)
     Xm = fm.matrix(sp.csr_array(X) if sparse else X)

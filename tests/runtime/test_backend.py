@@ -26,7 +26,7 @@ class RowBlockBackend(LocalBackend):
         self.calls = self.blocks = self.split = 0  # split: calls that ran in several blocks
 
     def run_kernel(self, op, inputs):
-        spec, _, _ = fused.prepared(op)
+        spec = fused.prepared(op).spec
         m = inputs[0].shape[0]
         partials = []
         for start in range(0, m, self.rows) if m else [0]:

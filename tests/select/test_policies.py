@@ -10,6 +10,7 @@ from hypothesis import given, settings
 
 import fusedml as fm
 from fusedml import pipeline
+from fusedml.select import policies
 from fusedml.select.candidates import Planner
 from fusedml.select.points import interesting_points
 from fusedml.select.policies import search_cut
@@ -89,8 +90,44 @@ def test_search_finds_the_exhaustive_optimum(name, rows):
     )
     assert found == pytest.approx(brute, rel=1e-12)
     assert search.stats.plans_costed <= search.stats.plans_total
-    if name == "mlogreg":  # structural splitting pays here (GLM's points do not split it)
-        assert search.stats.plans_total < 2 ** len(points)
+    # the local search costs a few dozen of the 2**k plans (exhaustively: 283-419)
+    assert search.stats.plans_costed <= 60, search.stats
+
+
+def test_every_estimator_body_is_planned_as_by_the_exhaustive_search(monkeypatch):
+    """Local search on the estimators' own bodies (GLM-probit's Hessian body: 13 points) ends
+    at the exhaustive search's cost, with a few dozen plans costed instead of thousands."""
+    from fusedml.algorithms import GLM
+
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((3_000, 6)), (rng.random(3_000) < 0.5).astype(float)
+    found: dict[str, list] = {"local": [], "exhaustive": []}
+    search = policies.search_cut
+    into = []  # the list the current fit's searches go to
+
+    def recorded(memo, model):
+        cut, s = search(memo, model)
+        cost = model.selection(Planner(s.space, cut).build(memo.dag.roots))
+        into[-1].append((cost, s.stats.plans_costed))
+        return cut, s
+
+    monkeypatch.setattr(policies, "search_cut", recorded)
+    constants = pipeline.cost_model().c
+    # each fit sets a cost field to its own value: the same costs, but no plan cached by another
+    # test (or by the other fit) is reused
+    for mode, threshold, field in (
+        ("local", policies.LOCAL_SEARCH_FROM, "dask_task_s"),
+        ("exhaustive", 100, "dask_round_trip_s"),
+    ):
+        monkeypatch.setattr(policies, "LOCAL_SEARCH_FROM", threshold)
+        into.append(found[mode])
+        with fm.config(codegen=False, **{field: getattr(constants, field)}):
+            GLM(family="binomial", link="probit", max_iter=2, tol=0.0).fit(X, y)
+    pairs = list(zip(found["local"], found["exhaustive"], strict=True))
+    assert max(e[1] for _, e in pairs) > 1_000  # the space the local search avoids
+    for local, exhaustive in pairs:
+        assert local[0] == pytest.approx(exhaustive[0], rel=1e-12)
+        assert local[1] <= 60
 
 
 def test_lower_bound_prunes_when_materializing_is_expensive():

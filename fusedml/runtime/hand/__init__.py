@@ -22,7 +22,7 @@ from typing import Any
 from fusedml import _stats
 from fusedml.codegen.cache import load_module
 from fusedml.codegen.cellops import SOURCE_DIGEST
-from fusedml.codegen.chunking import JIT
+from fusedml.codegen.chunking import PARALLEL_JIT
 from fusedml.ir.node import Node
 
 # operator name -> (kernel module, function)
@@ -57,7 +57,8 @@ def _module(name: str) -> ModuleType:
         module = _modules.get(name)
         if module is None:
             helpers = hashlib.sha256(_read("_common").encode()).hexdigest()
-            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, jit {JIT}"
+            jit = PARALLEL_JIT
+            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, jit {jit}"
             source = f"{_read(name)}\n{stamp}\n"
             module = _modules[name] = load_module(source)
         return module

@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml.codegen.cellops as f
-from fusedml.codegen.chunking import CHUNKS, JIT, partial_chunks  # noqa: F401  (the kernels')
+from fusedml.codegen.chunking import CHUNKS, partial_chunks  # noqa: F401  (the kernels')
+from fusedml.codegen.chunking import PARALLEL_JIT as JIT  # noqa: F401  (the kernels')
 from fusedml.runtime import threads as _threads  # noqa: F401  (threading layer, idle policy)
 
 INLINE = dict(inline="always", error_model="numpy")

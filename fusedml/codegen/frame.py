@@ -1,0 +1,139 @@
+"""The frame: every value a kernel's chunk function reads, packed into one array of int64 words.
+
+A chunk function has one signature for every kernel, ``chunk(c, frame_address)``, so that one
+launcher (``runtime/launch.py``) runs any kernel's chunks on the shared threads without numba
+compiling a parallel loop per kernel. Its values (the row and column counts, the operands'
+arrays, the literals, what ``setup`` allocated) travel in the frame:
+
+- an int is one word; a float is one word holding its bits;
+- a C-contiguous array is its address and then its shape (one word per dimension);
+- a tuple of arrays is its arrays, one after the other.
+
+``describe`` gives each value's *kind* (the chunk function's source depends on the kinds: numba
+specializes on the arrays' dtypes and dimensions) and the words; ``unpack`` renders the lines that
+read the values back in the chunk function.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+_DOUBLE, _WORD = struct.Struct("<d"), struct.Struct("<q")
+_INTS = (int, np.integer, bool, np.bool_)
+_FLOATS = (float, np.floating)
+
+
+def _probe_data_offset() -> int | None:
+    """Where an ndarray object holds its data pointer (numpy's ``PyArrayObject`` layout: right
+    after the object header); None if this build disagrees, then ``.ctypes.data`` is read."""
+    a = np.empty(3)
+    offset = object.__sizeof__(object())  # the object header: 16 bytes on CPython
+    word = ctypes.c_void_p.from_address(id(a) + offset).value
+    return offset if word == a.ctypes.data else None
+
+
+_DATA_OFFSET = _probe_data_offset()
+_read = ctypes.c_void_p.from_address
+
+
+def _address(a: np.ndarray) -> int:
+    """The address of an array's first element (0 for an empty array)."""
+    if _DATA_OFFSET is None:
+        return a.ctypes.data
+    return _read(id(a) + _DATA_OFFSET).value or 0
+
+
+def float_word(x: float) -> int:
+    """The int64 word holding a float's bits."""
+    return _WORD.unpack(_DOUBLE.pack(x))[0]
+
+
+def describe(values: Sequence[Any]) -> tuple[tuple, list[int], list[np.ndarray]]:
+    """(kinds, words, copies) of ``values`` (see the module docstring). Arrays that are not
+    C-contiguous are copied (the chunk function reads every array as C-contiguous): the caller
+    keeps ``copies`` alive while the words are in use."""
+    kinds: list = []
+    words: list[int] = []
+    copies: list[np.ndarray] = []
+    for v in values:
+        t = type(v)
+        if t is np.ndarray and v.ndim:
+            kinds.append(_array(v, words, copies))
+        elif t is float:
+            kinds.append("f")
+            words.append(_WORD.unpack(_DOUBLE.pack(v))[0])
+        elif t is int:
+            kinds.append("i")
+            words.append(v)
+        elif t is tuple:
+            kinds.append(tuple(_array(a, words, copies) for a in v))
+        elif isinstance(v, _INTS):
+            kinds.append("i")
+            words.append(int(v))
+        elif isinstance(v, _FLOATS) or (t is np.ndarray and v.dtype.kind == "f"):
+            kinds.append("f")  # a 0-d float array too
+            words.append(float_word(float(v)))
+        else:
+            raise TypeError(f"a kernel cannot read a value of type {t.__name__}")
+    return tuple(kinds), words, copies
+
+
+def _array(a: np.ndarray, words: list[int], copies: list[np.ndarray]) -> tuple[str, int]:
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)  # read only: kernels write only arrays setup allocated
+        copies.append(a)
+    words.append(_address(a))
+    words.extend(a.shape)
+    return (a.dtype.name, a.ndim)
+
+
+def pack(words: list[int]) -> np.ndarray:
+    return np.array(words, dtype=np.int64)
+
+
+def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = "s") -> list[str]:
+    """Source lines binding each name to its value, read from the frame's words ``frame``."""
+    lines: list[str] = []
+    at = 0
+    for name, kind in zip(names, kinds, strict=True):
+        if kind == "i":
+            lines.append(f"{name} = {frame}[{at}]")
+            at += 1
+        elif kind == "f":
+            lines.append(f"{name} = f.as_float({frame}[{at}])")
+            at += 1
+        elif isinstance(kind[0], str):
+            view, at = _view(kind, frame, at)
+            lines.append(f"{name} = {view}")
+        else:  # a tuple of arrays
+            views = []
+            for part in kind:
+                view, at = _view(part, frame, at)
+                views.append(view)
+            lines.append(f"{name} = ({', '.join(views)},)")
+    return lines
+
+
+def words_of(kinds: Sequence[Any]) -> int:
+    """How many words values of these kinds take."""
+    count = 0
+    for kind in kinds:
+        if kind in ("i", "f"):
+            count += 1
+        elif isinstance(kind[0], str):
+            count += 1 + kind[1]
+        else:
+            count += sum(1 + part[1] for part in kind)
+    return count
+
+
+def _view(kind: tuple[str, int], frame: str, at: int) -> tuple[str, int]:
+    dtype, ndim = kind
+    dims = [f"{frame}[{at + 1 + d}]" for d in range(ndim)]
+    shape = dims[0] if ndim == 1 else f"({', '.join(dims)})"
+    return f"numba.carray(f.pointer({frame}[{at}]), {shape}, np.{dtype})", at + 1 + ndim
