@@ -94,7 +94,9 @@ class _Cell:
             if self.count_stored:
                 src(2, "seen = 0.0")
         if self.kind is OutputKind.COL_AGG:
-            src(2, f"colacc = np.full(n, {INIT[self.aggs[0]]})")
+            src(2, "colacc = np.empty(n)")
+            src(2, "for j in range(n):")
+            src(3, f"colacc[j] = {INIT[self.aggs[0]]}")
 
     def per_cell(self, results: list[str]) -> None:
         src, agg = self.src, self.aggs[0]
@@ -129,8 +131,9 @@ class _Cell:
                 self.src(2, f"partial[c, {r}] = acc{r}")
             if self.count_stored:
                 self.src(2, "stored[c] = seen")
-        elif self.kind is OutputKind.COL_AGG:
-            self.src(2, "partial[c, :] = colacc")
+        elif self.kind is OutputKind.COL_AGG:  # loops, not slices: numba compiles them faster
+            self.src(2, "for j in range(n):")
+            self.src(3, "partial[c, j] = colacc[j]")
 
     def combine(self) -> None:
         """The chunks' partials, combined in chunk order; a sparse driver's implicit zeros take

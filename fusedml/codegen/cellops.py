@@ -162,26 +162,3 @@ def huge_pages(a):
         end = (base + nbytes) // _HUGE_PAGE * _HUGE_PAGE
         if end > start:
             _madvise(start, end - start, _MADV_HUGEPAGE)
-
-
-# The frame. A kernel's chunk function reads every value it needs (arrays, counts, literals) from
-# one array of int64 words whose address it is called with (``codegen/frame.py`` packs it): these
-# turn a word back into a pointer or a float.
-@intrinsic
-def pointer(typingctx, address):
-    """The word ``address`` as a pointer (for ``numba.carray``)."""
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
-
-    return types.voidptr(types.int64), codegen
-
-
-@intrinsic
-def as_float(typingctx, word):
-    """The float64 whose bits the int64 ``word`` holds."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen

@@ -27,31 +27,6 @@ JIT = dict(error_model="numpy", fastmath={"reassoc"}, cache=True)
 PARALLEL_JIT = dict(JIT, parallel=True)  # hand-written kernels: ``prange`` over their chunks
 
 
-def _noalias_option() -> bool:
-    """Make numba's ``noalias`` compile flag a jit option (``njit(noalias=True)``): every array
-    argument of such a function is marked as touched through no other argument. numba sets the
-    flag itself for the bodies of parallel loops whose arrays do not alias, and LLVM needs it to
-    keep a chunk's partials out of the way of its inputs (a Row kernel's chunk function ran 7 %
-    slower without it). Without the flag (another numba) bodies compile without it."""
-    from numba.core.compiler import Flags
-    from numba.core.cpu import CPUTargetOptions
-    from numba.core.options import TargetOptions
-
-    if not isinstance(getattr(Flags, "noalias", None), property):
-        return False
-    if not isinstance(getattr(CPUTargetOptions, "noalias", None), TargetOptions.Mapping):
-        CPUTargetOptions.noalias = TargetOptions.Mapping("noalias")
-    return True
-
-
-# a chunk's body: its arrays are inputs (only read) and the outputs and partials setup allocated
-# (each written by one array only), so none is written while another reaches the same memory. Not
-# cached on its own: the chunk function's machine code on disk holds it.
-BODY_JIT = {k: v for k, v in JIT.items() if k != "cache"}
-if _noalias_option():
-    BODY_JIT["noalias"] = True
-
-
 def partial_chunks(cells: int) -> int:
     """Chunks of a kernel whose per-chunk partial has ``cells`` entries."""
     return max(MIN_PARTIAL_CHUNKS, min(CHUNKS, PARTIAL_CELLS // max(cells, 1)))

@@ -132,14 +132,17 @@ class _PerValue:
         src(5, f"j = {a}_ccols[q]")
         self.fold_into(5, f"{a}_base[j]", "j", "m")
         src(3, f"for s in range({a}_scolptr.shape[0] - 1):")
-        src(4, f"rest = m - {a}_scounts[{a}_stupptr[s]:{a}_stupptr[s + 1]].sum()")
+        src(4, "rest = m")
+        src(4, f"for t in range({a}_stupptr[s], {a}_stupptr[s + 1]):")
+        src(5, f"rest -= {a}_scounts[t]")
         src(4, "if rest > 0:")
         src(5, f"for q in range({a}_scolptr[s], {a}_scolptr[s + 1]):")
         src(6, f"j = {a}_scols[q]")
         self.fold_into(6, f"{a}_base[j]", "j", "rest")
         self.dictionaries(3, "d")
         self.dictionaries(3, "s")
-        src(2, "partial[c] = acc")
+        src(2, f"for u in range({size}):")  # loops, not slices: numba compiles them faster
+        src(3, "partial[c, u] = acc[u]")
         fin = self.finish
         if self.kind is OutputKind.FULL_AGG:
             fin(1, f"acc = np.empty({size})")
@@ -155,7 +158,9 @@ class _PerValue:
             for r, init in enumerate(inits):
                 self.src(depth, f"acc[{r}] = {init}")
         else:
-            self.src(depth, f"acc = np.full(n, {inits[0]})")
+            self.src(depth, "acc = np.empty(n)")
+            self.src(depth, "for j in range(n):")
+            self.src(depth + 1, f"acc[j] = {inits[0]}")
 
     def map_values(self) -> None:
         """The body at every stored value: chunks of the uncompressed columns' rows, and one more

@@ -23,6 +23,7 @@ from fusedml.codegen.operands import Param
 from fusedml.codegen.row import _RowBody, _Sink, whole_matrices
 from fusedml.codegen.source import Source
 from fusedml.cplan.kinds import OutputKind
+from fusedml.formats.compressed_kernels import BIG, NAMES
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 
@@ -52,7 +53,13 @@ def only_multiplied(cplan) -> bool:
 
 
 def _args(p: Param) -> str:
-    return ", ".join(p.args())
+    """The packed arrays of a compressed input, as ``cla``'s functions take them."""
+    return ", ".join(f"{p.name}_{a}" for a in NAMES)
+
+
+def _array(name: str, dims: int) -> str:
+    """A float64 array as a native call's arguments: its address and its first ``dims`` sizes."""
+    return ", ".join([f"{name}.ctypes.data", *(f"{name}.shape[{d}]" for d in range(dims))])
 
 
 class GroupedRowBody(_RowBody):
@@ -79,15 +86,18 @@ class GroupedRowBody(_RowBody):
         flat = bp.operand.flat(bp) if hasattr(bp.operand, "flat") else False
         b2 = f"{bp.name}.reshape(({b.shape[0]}, {k}))" if flat else bp.name
         pre = f"{n}_pre{tag}"
+        b_copy = f"{n}_b{tag}"
         self.head += [
-            f"{n}_b{tag} = {b2}",
-            f"{pre} = cla.premultiply({n}_b{tag}, {_args(self.main)})",
+            f"{b_copy} = np.ascontiguousarray({b2})",
+            f"{pre}, {pre}_arrays = cla.premultiplied_words("
+            f"cla.premultiply({b_copy}, {_args(self.main)}))",
+            f"{n}_lookup = cla.native('lookup_block')",
         ]
         block = f"{n}_blk{tag}"
         self.alloc += [
             f"{block} = np.empty((hi - lo, {k}))",
-            f"cla.lookup_block({block}, lo, hi, {pre}[0], {pre}[1], {pre}[2], {pre}[3], "
-            f"{n}_b{tag}, {_args(self.main)})",
+            f"native.call({n}_lookup, ({_array(block, 2)}, lo, hi, {pre}.ctypes.data, "
+            f"{_array(b_copy, 1)}, {n}_words.ctypes.data))",
         ]
         if width is None:
             self.value[node], self.width[node] = f"{block}[i - lo, 0]", None
@@ -115,6 +125,8 @@ class GroupedSink(_Sink):
         big, accbig, flagsbig, yall = f"big{k}", f"accbig{k}", f"flagsbig{k}", f"yall{k}"
         args = _args(main)
         head(1, f"{big} = cla.big_groups({args})")
+        head(1, f"{n}_clear = cla.native('clear_rows')")
+        head(1, f"{n}_scatter = cla.native('scatter_block')")
         head(1, f"{acc} = np.empty((nchunk, {n}_fin.shape[0], {cols}))")  # see cla.clear_rows
         head(1, f"{flags} = np.zeros((nchunk, cla.flag_rows({n}_fin), {cols}), dtype=np.uint8)")
         head(1, f"{ucacc} = np.zeros((nchunk, {n}_ucols.shape[0], {cols}))")
@@ -123,17 +135,21 @@ class GroupedSink(_Sink):
         head(1, f"{flagsbig} = np.zeros((cla.flag_rows({n}_fin) if {big}.size else 0, {cols}), "
                 "dtype=np.uint8)")  # fmt: skip
         head(1, f"{yall} = np.empty((m if {big}.size else 0, {cols}))")
-        chunk(2, f"cla.clear_rows({acc}[c], cla.BIG, {args})")
+        clear = f"{_array(f'{acc}[c]', 2)}, {BIG}, {n}_words.ctypes.data"
+        chunk(2, f"native.call({n}_clear, ({clear}))")
         chunk(2, f"{y} = np.empty((hi - lo, {cols}))")
         for q in range(cols) if cols <= 4 else ():
             tail(3, f"{y}[i - lo, {q}] = {rb._at(self.value, str(q))}")
         if cols > 4:
             tail(3, f"for q in range({cols}):")
             tail(4, f"{y}[i - lo, q] = {rb._at(self.value, 'q')}")
-        end(2, f"cla.scatter_block({y}, lo, hi, {acc}[c], {flags}[c], {n}_fin, {ucacc}[c], "
-               f"cla.BIG, {args})")  # fmt: skip
-        end(2, f"if {big}.size:")
-        end(3, f"{yall}[lo:hi] = {y}")
+        arrays = [_array(y, 2), "lo, hi", _array(f"{acc}[c]", 1), _array(f"{flags}[c]", 1),
+                  _array(f"{n}_fin", 1), _array(f"{ucacc}[c]", 1), str(BIG)]  # fmt: skip
+        end(2, f"native.call({n}_scatter, ({', '.join(arrays)}, {n}_words.ctypes.data))")
+        end(2, f"if {big}.size:")  # loops, not a slice: numba compiles them faster
+        end(3, "for i in range(hi - lo):")
+        end(4, f"for q in range({cols}):")
+        end(5, f"{yall}[lo + i, q] = {y}[i, q]")
         end(1, f"cla.scatter_groups({yall}, {big}, {accbig}, {flagsbig}, {n}_fin, {args})",
             after=True)  # fmt: skip
         end(1, f"out{k} = cla.finish({acc}, {flags}, {ucacc}, {accbig}, {flagsbig}, {big}, m, "

@@ -1,11 +1,11 @@
 """Kernels over compressed inputs: the compressed format's operand and skeletons.
 
 The generic skeletons read a compressed input through its operand: rows are decoded a block at a
-time into a per-chunk dense tile (``cla.decode_block``: the base row of constant columns and SDC
-defaults, each DDC group's tuple by its code, the SDC groups' other rows, the uncompressed
-columns), and cells are read from the tile. Where the body allows, the format's own skeletons
-skip decoding: Cell/MAgg kernels evaluate the body once per stored value (``cla_cell.py``), Row
-kernels multiply by the groups (``cla_row.py``).
+time into a per-chunk dense tile (``cla.decode_block``, called through its native entry point:
+the base row of constant columns and SDC defaults, each DDC group's tuple by its code, the SDC
+groups' other rows, the uncompressed columns), and cells are read from the tile. Where the body
+allows, the format's own skeletons skip decoding: Cell/MAgg kernels evaluate the body once per
+stored value (``cla_cell.py``), Row kernels multiply by the groups (``cla_row.py``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,8 @@ from fusedml.codegen.operands import Operand, Param
 from fusedml.codegen.row import row_kernel
 from fusedml.formats import COMPRESSED, COMPRESSED_T
 from fusedml.formats.compressed import CompressedMatrix
-from fusedml.formats.compressed_kernels import SOURCE_DIGEST, arrays
+from fusedml.formats.compressed_kernels import NAMES, SOURCE_DIGEST, arrays, native, words
 from fusedml.fusion.templates import TemplateType
-
-_ARGS = (
-    "base", "c8", "c16", "c32", "dcols", "dcolptr", "dvals", "dvalptr",
-    "soff", "scodes", "sptr", "scols", "scolptr", "svals", "svalptr", "ucols", "uc",
-    "dtupptr", "dcounts", "stupptr", "scounts", "ccols", "rends", "rcodes", "rptr",
-)  # fmt: skip
 
 TILE_ROWS = 256  # rows decoded at a time: a few hundred KB of tile per thread at most widths
 
@@ -41,10 +35,11 @@ class CompressedOperand(Operand):
     helpers = _HELPERS
 
     def args(self, p: Param) -> list[str]:
-        return [f"{p.name}_{a}" for a in _ARGS]
+        """The packed arrays, the matrix's words and the decoder's address."""
+        return [*(f"{p.name}_{a}" for a in NAMES), f"{p.name}_words", f"{p.name}_decode"]
 
     def marshal(self, p: Param, value: CompressedMatrix) -> list[Any]:
-        return arrays(value)
+        return [*arrays(value), words(value), native("decode_block")]
 
     def visits_stored(self, cplan: Any, params: tuple[Param, ...]) -> bool:
         """Cell and MAgg bodies that read other inputs by column only run once per stored value
@@ -64,12 +59,12 @@ class CompressedOperand(Operand):
 
     def load_row(self, p: Param, i: str) -> list[str]:
         n, r = p.name, p.row(i)
-        args = ", ".join(self.args(p))
+        tile = f"{n}_tile.ctypes.data, {TILE_ROWS}, {n}_tile.shape[1]"
         return [
             f"if {r} < {n}_lo or {r} >= {n}_hi:",
             f"    {n}_lo = np.int64({r})",
             f"    {n}_hi = min({n}_lo + {TILE_ROWS}, {n}_uc.shape[0])",
-            f"    cla.decode_block({n}_tile, {n}_lo, {n}_hi, {args})",
+            f"    native.call({n}_decode, ({tile}, {n}_lo, {n}_hi, {n}_words.ctypes.data))",
         ]
 
     def cell(self, p: Param, i: str, j: str) -> str:

@@ -17,11 +17,17 @@ read the values back in the chunk function.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import struct
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from fusedml import _native
+
+NATIVE_DIGEST = hashlib.sha256(Path(_native.__file__).read_bytes()).hexdigest()[:16]
 
 _DOUBLE, _WORD = struct.Struct("<d"), struct.Struct("<q")
 _INTS = (int, np.integer, bool, np.bool_)
@@ -96,7 +102,10 @@ def pack(words: list[int]) -> np.ndarray:
     return np.array(words, dtype=np.int64)
 
 
-def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = "s") -> list[str]:
+WORDS = "frame_words"  # the chunk function's name for the frame's words
+
+
+def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = WORDS) -> list[str]:
     """Source lines binding each name to its value, read from the frame's words ``frame``."""
     lines: list[str] = []
     at = 0
@@ -105,7 +114,7 @@ def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = "s") -> list
             lines.append(f"{name} = {frame}[{at}]")
             at += 1
         elif kind == "f":
-            lines.append(f"{name} = f.as_float({frame}[{at}])")
+            lines.append(f"{name} = native.as_float({frame}[{at}])")
             at += 1
         elif isinstance(kind[0], str):
             view, at = _view(kind, frame, at)
@@ -136,4 +145,4 @@ def _view(kind: tuple[str, int], frame: str, at: int) -> tuple[str, int]:
     dtype, ndim = kind
     dims = [f"{frame}[{at + 1 + d}]" for d in range(ndim)]
     shape = dims[0] if ndim == 1 else f"({', '.join(dims)})"
-    return f"numba.carray(f.pointer({frame}[{at}]), {shape}, np.{dtype})", at + 1 + ndim
+    return f"numba.carray(native.pointer({frame}[{at}]), {shape}, np.{dtype})", at + 1 + ndim

@@ -123,7 +123,9 @@ class _Outer:
         src(2, "hi = (c + 1) * m // nchunk")
         buffers([p for p in self.params if p is not self.main], src, 2)
         if self.kind is OutputKind.ROW_PRODUCT:  # each chunk zeroes its rows: first touch here
-            src(2, "out[lo:hi, :] = 0.0")
+            src(2, "for i in range(lo, hi):")
+            src(3, f"for r in range({_ncols(self.other)}):")
+            src(4, "out[i, r] = 0.0")
         src(2, "acc = 0.0")
         loop = Source()  # the i loop; a dense driver's is blocked over columns below
         loop(2, "for i in range(lo, hi):")

@@ -34,6 +34,11 @@ from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, Op
 
 MAX_WIDTH = 32  # widest per-row vector (and main input) a tiled kernel takes
+# Tiles pay for their compile only on operators that run long enough: a tiled kernel compiles in
+# 2-3 s (a row-at-a-time one in 0.3-1 s) and saves 30-50 % of a call, 5-10 ms per call on 1M rows
+# of KMeans' and MLogReg's bodies, a fraction of a millisecond on 100k. Main inputs of fewer rows
+# than this run row by row.
+TILE_MIN_ROWS = 500_000
 TILE_CELLS = 4096  # cells of one tile buffer (32 KB): tile rows = TILE_CELLS // widest vector
 MAX_TILE = 256
 # a product's columns computed together, each in a register across the (fully unrolled) sum over
@@ -73,16 +78,21 @@ def _width(node: Node) -> int:
     return 1 if node.meta.is_scalar else node.shape[1]
 
 
+def _one_per_row(node: Node) -> bool:
+    """One value per row (or a scalar)."""
+    return node.meta.is_scalar or node.shape[1] == 1
+
+
 def applicable(spec) -> bool:
     """Whether a Row operator renders over tiles: a dense main input of 2 to ``MAX_WIDTH``
-    columns, every input dense (or a scalar), and a body of elementwise ops, row aggregates and
-    products with whole matrices, one of them at least 2 columns wide, every vector at most
-    ``MAX_WIDTH`` wide."""
+    columns and at least ``TILE_MIN_ROWS`` rows, every input dense (or a scalar), and a body of
+    elementwise ops, row aggregates and products with whole matrices, one of them at least 2
+    columns wide, every vector at most ``MAX_WIDTH`` wide."""
     params = spec.params
     main = params[0]
     if main.operand is not DENSE or main.node.meta.format is not Format.DENSE:
         return False
-    if not 2 <= main.node.meta.cols <= MAX_WIDTH or main.node.meta.rows < 2:
+    if not 2 <= main.node.meta.cols <= MAX_WIDTH or main.node.meta.rows < TILE_MIN_ROWS:
         return False
     for p in params:
         if p.operand is SCALAR:
@@ -130,6 +140,7 @@ class _TileBody:
         self.param = {p.node: p for p in params}
         self.alloc: list[str] = []  # per-chunk tile buffers
         self.lines: list[str] = []  # per-tile statements
+        self._open: tuple[tuple[str, ...], int] | None = None  # the last elementwise loop
         self.value: dict[Node, str] = {}
         self.width: dict[Node, int | None] = {}  # None: one value per row (or a scalar)
         self.main_space: set[Node] = {self.main}
@@ -155,9 +166,16 @@ class _TileBody:
 
     def inline_single_reads(self, nodes: list[Node], kept: set[Node]) -> None:
         """Elementwise vectors read by exactly one other node, not by a product, become an
-        expression inside their reader: one pass over the tile fewer (as in the row kernel)."""
+        expression inside their reader: one pass over the tile fewer (as in the row kernel).
+        A per-row value is inlined only into a per-row reader (into a vector's loop over its
+        columns it would be computed once per column): MLogReg's softmax chain of per-row
+        values is then one loop, where a loop per value made its kernel 30 loops long."""
         candidates = single_read_vectors(nodes, kept | set(self.param))
-        self.inline = {n for n in candidates if not (n.meta.is_scalar or n.shape[1] == 1)}
+        reader = {i: n for n in nodes for i in n.inputs if i in candidates}
+        self.inline = {
+            n for n in candidates
+            if not _one_per_row(n) or (_one_per_row(reader[n]) and reader[n].op in ELEMENTWISE)
+        }  # fmt: skip
 
     def loop(self, width: int, node: Node) -> str:
         """A loop bound over ``node``'s columns: the main input's width stays a run-time value."""
@@ -209,24 +227,38 @@ class _TileBody:
         if node.op in ELEMENTWISE:
             if width is not None and any(i in self.main_space for i in node.inputs):
                 self.main_space.add(node)
-            if width is None:
+            if width is None and node in self.inline:
+                expr = elementwise_source(node, [self.at(i, "0", "{r}") for i in node.inputs])
+                self.value[node], self.width[node] = f"({expr})", None
+            elif width is None:
                 s = self._per_row(node)
                 expr = elementwise_source(node, [self.at(i, "0") for i in node.inputs])
-                self.lines += ["for r in range(rows):", f"    {s}[r] = {expr}"]
+                self._elementwise(("for r in range(rows):",), f"{s}[r] = {expr}")
             elif node in self.inline:
                 expr = elementwise_source(node, [self.at(i, "{q}", "{r}") for i in node.inputs])
                 self.value[node], self.width[node] = f"({expr})", width
             else:
                 v = self._vector(node, width)
                 expr = elementwise_source(node, [self.at(i, "q") for i in node.inputs])
-                loop = f"for q in range({self.loop(width, node)}):"
-                self.lines += [loop, "    for r in range(rows):", f"        {v}[q, r] = {expr}"]
+                loop = (f"for q in range({self.loop(width, node)}):", "    for r in range(rows):")
+                self._elementwise(loop, f"{v}[q, r] = {expr}")
         elif node.op in AGGREGATE:
             self._row_aggregate(node)
         elif node.op is Op.ONEHOT:
             self._onehot(node, width)
         else:
             self._product(node, width)
+
+    def _elementwise(self, loop: tuple[str, ...], statement: str) -> None:
+        """``statement`` in ``loop``, the loop of the elementwise node rendered just before if it
+        has the same bounds: each statement reads its operands at its own cell, computed earlier
+        in the same iteration, so one loop serves consecutive nodes (fewer loops: a shorter
+        compile, and one pass over the tile)."""
+        if self._open is not None and self._open == (loop, len(self.lines)):
+            self.lines.append("    " * len(loop) + statement)
+        else:
+            self.lines += [*loop, "    " * len(loop) + statement]
+        self._open = (loop, len(self.lines))
 
     def _onehot(self, node: Node, width: int | None) -> None:
         """Each row's first maximum as a one-hot row, held as its index."""

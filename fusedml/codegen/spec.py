@@ -8,13 +8,14 @@ source, and how its raw result becomes one partial per output. The runtime only 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fusedml.codegen import compressed as _compressed  # noqa: F401  (registers the format's code)
-from fusedml.codegen import operands
+from fusedml.codegen import operands, row_tiles
 from fusedml.codegen.operands import Param
 from fusedml.codegen.outer import outer_factors
 from fusedml.codegen.row import whole_matrices
@@ -145,4 +146,7 @@ def kernel_spec(cplan: CPlan) -> KernelSpec:
             raise ValueError("row operator whose main input does not have its rows")
     elif cell_values(cplan.body.roots[0], template).shape != main.node.shape:
         raise ValueError(f"{template.label} operator whose main input is not its cells' shape")
-    return KernelSpec(cplan, params, sparse, aligned, key)
+    spec = KernelSpec(cplan, params, sparse, aligned, key)
+    if template is TemplateType.ROW:  # the same body over few or many rows: a different kernel
+        spec = dataclasses.replace(spec, key=(*key, row_tiles.applicable(spec)))
+    return spec

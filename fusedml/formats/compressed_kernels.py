@@ -4,22 +4,56 @@ products use them (``compressed_ops.py``), and generated kernels call them
 (``fusedml/codegen/compressed.py``, ``cla_row.py``).
 
 Their arguments are a matrix's packed arrays in ``arrays``' order (``P`` below). Generated kernels
-call them after ``import fusedml.formats.compressed_kernels as cla``: compiled once per process
-and linked into each kernel, instead of being compiled again inside every kernel module (which
-tripled their compile time). They work on blocks of rows, not single rows: numba does not inline
-one njit function into another, and a call per row (with some twenty arrays) cost more than the
-row's work. Kernel sources carry ``SOURCE_DIGEST``, so a change here is a new kernel.
+set up their calls after ``import fusedml.formats.compressed_kernels as cla`` and make them through
+``native``: the C entry point of a wrapper taking int64 words only (arrays as addresses and
+shapes, the matrix as the address of its ``words``), compiled once per machine (numba's cache),
+so a kernel's compile never includes these functions' machine code (linked into each kernel, they
+made a compressed Row kernel take 6 s to compile). They work on blocks of rows, not single rows:
+a call per row cost more than the row's work. Kernel sources carry ``SOURCE_DIGEST``, so a change
+here is a new kernel.
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from pathlib import Path
 
 import numba
 import numpy as np
 
+from fusedml import _native
+
 SOURCE_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+NAMES = (
+    "base",
+    "c8",
+    "c16",
+    "c32",
+    "dcols",
+    "dcolptr",
+    "dvals",
+    "dvalptr",
+    "soff",
+    "scodes",
+    "sptr",
+    "scols",
+    "scolptr",
+    "svals",
+    "svalptr",
+    "ucols",
+    "uc",
+    "dtupptr",
+    "dcounts",
+    "stupptr",
+    "scounts",
+    "ccols",
+    "rends",
+    "rcodes",
+    "rptr",
+)  # fmt: skip  (``arrays``' entries, as generated kernels name them)
 
 
 def arrays(x) -> list:
@@ -586,3 +620,122 @@ def finish(acc_chunks, flag_chunks, uc_chunks, accbig, flagsbig, big, m, base, c
         for r in range(k):
             out[ucols[q], r] += ucacc[q, r]
     return out
+
+
+# -- the native entry points -------------------------------------------------------------------
+# ``words(x)`` is the matrix as int64 words, each array's address and shape in ``arrays``' order,
+# with these dtypes (offsets and SDC codes widened: one compiled wrapper serves every matrix)
+LAYOUT = (
+    ("float64", 1), ("uint8", 2), ("uint16", 2), ("uint32", 2), ("int64", 1), ("int64", 1),
+    ("float64", 1), ("int64", 1), ("int64", 1), ("uint32", 1), ("int64", 1), ("int64", 1),
+    ("int64", 1), ("float64", 1), ("int64", 1), ("int64", 1), ("float64", 2), ("int64", 1),
+    ("int64", 1), ("int64", 1), ("int64", 1), ("int64", 1), ("int64", 1), ("uint32", 1),
+    ("int64", 1),
+)  # fmt: skip
+WORDS = sum(1 + ndim for _, ndim in LAYOUT)
+_words: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def words(x) -> np.ndarray:
+    """The compressed matrix ``x`` as int64 words (see ``LAYOUT``), made once per matrix and kept
+    with the arrays they point into."""
+    found = _words.get(x)
+    if found is None:
+        parts = [
+            np.ascontiguousarray(a, dtype=dtype)
+            for a, (dtype, _) in zip(arrays(x), LAYOUT, strict=True)
+        ]
+        packed = []
+        for a in parts:
+            packed += [a.ctypes.data, *a.shape]
+        found = _words[x] = (np.array(packed, dtype=np.int64), parts)
+    return found[0]
+
+
+@numba.njit(**_STRICT)
+def _vector(w, at, dtype):
+    return numba.carray(_native.pointer(w[at]), w[at + 1], dtype)
+
+
+@numba.njit(**_STRICT)
+def _matrix(w, at, dtype):
+    return numba.carray(_native.pointer(w[at]), (w[at + 1], w[at + 2]), dtype)
+
+
+@numba.njit(**_STRICT)
+def _unpack(address):
+    """The arrays of a matrix's ``words`` (LAYOUT order)."""
+    w = numba.carray(_native.pointer(address), WORDS, np.int64)
+    return (
+        _vector(w, 0, np.float64), _matrix(w, 2, np.uint8), _matrix(w, 5, np.uint16),
+        _matrix(w, 8, np.uint32), _vector(w, 11, np.int64), _vector(w, 13, np.int64),
+        _vector(w, 15, np.float64), _vector(w, 17, np.int64), _vector(w, 19, np.int64),
+        _vector(w, 21, np.uint32), _vector(w, 23, np.int64), _vector(w, 25, np.int64),
+        _vector(w, 27, np.int64), _vector(w, 29, np.float64), _vector(w, 31, np.int64),
+        _vector(w, 33, np.int64), _matrix(w, 35, np.float64), _vector(w, 38, np.int64),
+        _vector(w, 40, np.int64), _vector(w, 42, np.int64), _vector(w, 44, np.int64),
+        _vector(w, 46, np.int64), _vector(w, 48, np.int64), _vector(w, 50, np.uint32),
+        _vector(w, 52, np.int64),
+    )  # fmt: skip
+
+
+@numba.njit(**_STRICT)
+def _f64(address, rows, cols):
+    return numba.carray(_native.pointer(address), (rows, cols), np.float64)
+
+
+@numba.njit(**_STRICT)
+def native_decode_block(tile, rows, cols, lo, hi, x):
+    """``decode_block`` into the float64 tile at address ``tile``."""
+    decode_block(_f64(tile, rows, cols), lo, hi, *_unpack(x))
+    return 1
+
+
+@numba.njit(**_STRICT)
+def native_lookup_block(out, rows, k, lo, hi, pre, b, b_rows, x):
+    """``lookup_block``; ``pre``: the words of ``premultiply``'s four arrays."""
+    p = numba.carray(_native.pointer(pre), 11, np.int64)
+    pd, ps, pdef = _matrix(p, 0, np.float64), _matrix(p, 3, np.float64), _matrix(p, 6, np.float64)
+    pc = _vector(p, 9, np.float64)
+    lookup_block(_f64(out, rows, k), lo, hi, pd, ps, pdef, pc, _f64(b, b_rows, k), *_unpack(x))
+    return 1
+
+
+@numba.njit(**_STRICT)
+def native_clear_rows(acc, rows, cols, limit, x):
+    clear_rows(_f64(acc, rows, cols), limit, *_unpack(x))
+    return 1
+
+
+@numba.njit(**_STRICT)
+def native_scatter_block(y, rows, k, lo, hi, acc, acc_rows, flags, flag_rows, fin, fin_rows,
+                         ucacc, uc_rows, limit, x):  # fmt: skip
+    """``scatter_block`` (every array k columns wide but ``fin``)."""
+    flags_array = numba.carray(_native.pointer(flags), (flag_rows, k), np.uint8)
+    fin_array = numba.carray(_native.pointer(fin), fin_rows, np.bool_)
+    scatter_block(_f64(y, rows, k), lo, hi, _f64(acc, acc_rows, k), flags_array, fin_array,
+                  _f64(ucacc, uc_rows, k), limit, *_unpack(x))  # fmt: skip
+    return 1
+
+
+_NATIVE = {
+    "decode_block": (native_decode_block, 6),
+    "lookup_block": (native_lookup_block, 9),
+    "clear_rows": (native_clear_rows, 5),
+    "scatter_block": (native_scatter_block, 15),
+}
+
+
+def native(name: str) -> int:
+    """The address of the native entry point of ``name`` (``int64 f(int64, ...)``)."""
+    fn, nargs = _NATIVE[name]
+    return _native.address(fn, nargs)
+
+
+def premultiplied_words(pre: tuple) -> tuple[np.ndarray, tuple]:
+    """``premultiply``'s result as int64 words for ``native_lookup_block`` (and the arrays)."""
+    parts = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in pre)
+    packed = []
+    for a in parts:
+        packed += [a.ctypes.data, *a.shape]
+    return np.array(packed, dtype=np.int64), parts

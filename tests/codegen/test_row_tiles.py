@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import fusedml as fm
+from fusedml.codegen import row_tiles
 from fusedml.codegen.spec import kernel_spec
 
 RNG = np.random.default_rng(11)
@@ -21,6 +22,12 @@ def _special(X):
     X[9, :], X[10, :] = 1e300, 1e-300
     X[ROWS - 1, 0] = np.nan  # in the last, partial tile
     return X
+
+
+@pytest.fixture(autouse=True)
+def tiles_from_two_rows(monkeypatch):
+    """Tiles for every size (they pay from 500k rows on): the tests' data is smaller."""
+    monkeypatch.setattr(row_tiles, "TILE_MIN_ROWS", 2)
 
 
 def _dyadic(shape):
