@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import Param
-from fusedml.codegen.render import Literals, render_scalar_body
+from fusedml.codegen.render import Literals, annihilators, render_scalar_body
 from fusedml.codegen.source import INIT, Kernel, Source, combine, fold, module, row_loop
 from fusedml.cplan.kinds import OutputKind
 from fusedml.ir.dag import Dag
@@ -52,11 +52,39 @@ class _Cell:
         self.literals = Literals()
         self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
 
+    def merged(self) -> list[Param]:
+        """Side inputs of the driver's shape read by a cursor over their rows (a sparse driver
+        visits its stored entries by increasing column): the three-way merge of a hand-written
+        sum(X*Y*Z) over CSR inputs, where scattering Y's and Z's rows cost 2.3x."""
+        if not self.sparse:
+            return []
+        shape = self.main.node.shape
+        return [
+            p for p in self.params[1:] if p.operand.merges and p.node.shape == shape
+        ]  # fmt: skip
+
+    def skippable(self) -> set[Node]:
+        """Inputs whose zero makes every output's cell zero, when a zero cell adds nothing (sums):
+        a cell where one is zero is skipped, a row ends where one has no more entries (as the
+        hand-written three-way merge of sum(X*Y*Z) does: 1.7x faster than visiting each)."""
+        summed = self.kind in (OutputKind.FULL_AGG, OutputKind.COL_AGG, OutputKind.ROW_AGG)
+        if not summed or any(a not in ("sum", "mean") for a in self.aggs):
+            return set()
+        return set.intersection(*(annihilators(v) for v in self.values))
+
     def cell_body(self) -> tuple[Source, list[str], list[str], list[str]]:
         """(per-row loads, the column loop header, per-cell lines, each output's value)."""
         loads = Source()
-        read = [p for p in self.params if not (self.sparse and p is self.main)]
+        merged = self.merged()
+        read = [p for p in self.params if not (self.sparse and p is self.main) and p not in merged]
         access = side_reads(read, None, loads, 3)
+        cursors = []
+        skippable = self.skippable()
+        for p in merged:
+            loads.block(3, p.operand.merge_start(p, "i"))
+            skip = p.node in skippable
+            cursors += ["    " * 4 + line for line in p.operand.merge_read(p, "j", skip)]
+            access[p.node] = f"{p.name}_v"
         if self.sparse:
             head = self.main.operand.nonzeros(self.main, "i", "j", "av", "p")
             access[self.main.node] = "av"
@@ -65,7 +93,7 @@ class _Cell:
         order = [n for n in Dag(self.values).nodes if n.op is not Op.DATA]
         lines, names = render_scalar_body(order, access, self.literals, "    " * 4)
         results = [names[v] if v.op is not Op.CONST else self.literals.name(v) for v in self.values]
-        return loads, head, lines, results
+        return loads, head, cursors + lines, results
 
     def allocate(self) -> None:
         src, k = self.setup, len(self.values)
@@ -87,7 +115,9 @@ class _Cell:
         src = self.src
         src(2, "lo = c * m // nchunk")
         src(2, "hi = (c + 1) * m // nchunk")
-        buffers([p for p in self.params if not (self.sparse and p is self.main)], src, 2)
+        merged = self.merged()
+        scattered = [p for p in self.params if not (self.sparse and p is self.main)]
+        buffers([p for p in scattered if p not in merged], src, 2)
         if self.kind is OutputKind.FULL_AGG:
             for r, agg in enumerate(self.aggs):
                 src(2, f"acc{r} = {INIT[agg]}")

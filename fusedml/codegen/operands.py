@@ -67,6 +67,7 @@ class Operand:
     """Source and values for one format's inputs (see the module docstring)."""
 
     iterates_nonzeros = False
+    merges = False  # reads a row's columns in increasing order with a cursor (``merge_read``)
     signed_rows = False  # its reads need a signed row index (uint64 + int64 is a float in numba)
     helpers = ""  # module-level source its code calls (defined once per kernel module)
 
@@ -163,12 +164,15 @@ class CsrOperand(ScatteredRowOperand):
     (``np.uint64(indices[p])``) let LLVM drop numba's negative-index wrap-around: a sparse dot
     product ran 2.7x faster."""
 
-    signed_rows = True  # indptr[i + 1]
+    # rows read through unsigned positions too (``indptr[np.uint64(i) + np.uint64(1)]``: uint64 +
+    # int64 is a float in numba), so kernels driven by CSR rows iterate unsigned rows: the
+    # wrap-around test of a signed row index cost 20 % of a three-way merge's time
     helpers = """\
 @numba.njit(inline="always")
 def _fill_row(buf, data, indices, indptr, row):
     buf[:] = 0.0
-    for p in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+    start, end = np.uint64(indptr[np.uint64(row)]), np.uint64(indptr[np.uint64(row) + np.uint64(1)])
+    for p in range(start, end):
         buf[np.uint64(indices[p])] = data[p]
 """
 
@@ -184,8 +188,9 @@ def _fill_row(buf, data, indices, indptr, row):
 
     def nonzeros(self, p: Param, row: str, col: str, value: str, pos: str) -> list[str]:
         n = p.name
+        start, end = _row_range(n, row)
         return [
-            f"for {pos} in range(np.uint64({n}_indptr[{row}]), np.uint64({n}_indptr[{row} + 1])):",
+            f"for {pos} in range({start}, {end}):",
             f"    {col} = np.uint64({n}_indices[{pos}])",
             f"    {value} = {n}_data[{pos}]",
         ]
@@ -195,6 +200,45 @@ def _fill_row(buf, data, indices, indptr, row):
 
     def entry_result(self, value: Any, data: np.ndarray) -> Any:
         return sp.csr_array((data, value.indices, value.indptr), shape=value.shape)
+
+    merges = True
+
+    def merge_start(self, p: Param, row: str) -> list[str]:
+        """Per row: a cursor over the row's stored entries (see ``merge_read``)."""
+        start, end = _row_range(p.name, row)
+        return [f"{p.name}_at = {start}", f"{p.name}_end = {end}"]
+
+    def merge_read(self, p: Param, col: str, skip: bool = False) -> list[str]:
+        """``{name}_v``: the value at column ``col`` of the row, the columns visited in increasing
+        order (another sparse input's stored entries): the cursor moves past smaller columns,
+        where scattering the row into a zeroed scratch row wrote every column of it. ``skip``:
+        a cell where this input is zero contributes nothing, so the visit moves on at once
+        (``continue``), and ends once the row has no more entries (``break``)."""
+        n = p.name
+        advance = [
+            f"while {n}_at < {n}_end and np.uint64({n}_indices[{n}_at]) < {col}:",
+            f"    {n}_at += np.uint64(1)",
+        ]
+        if skip:
+            return [
+                *advance,
+                f"if {n}_at == {n}_end:",
+                "    break",
+                f"if np.uint64({n}_indices[{n}_at]) != {col}:",
+                "    continue",
+                f"{n}_v = {n}_data[{n}_at]",
+            ]
+        hit = f"{n}_at < {n}_end and np.uint64({n}_indices[{n}_at]) == {col}"
+        return [*advance, f"{n}_v = {n}_data[{n}_at] if {hit} else 0.0"]
+
+
+def _row_range(name: str, row: str) -> tuple[str, str]:
+    """Source of a CSR row's first and end positions, unsigned."""
+    at = f"np.uint64({row})"
+    return (
+        f"np.uint64({name}_indptr[{at}])",
+        f"np.uint64({name}_indptr[{at} + np.uint64(1)])",
+    )
 
 
 SCALAR = ScalarOperand()

@@ -122,3 +122,15 @@ def single_read_vectors(nodes: list[Node], excluded: set[Node]) -> set[Node]:
         for n in nodes
         if n.op in ELEMENTWISE and reads[n] == 1 and n not in excluded and n not in multiplied
     }
+
+
+def annihilators(node: Node) -> set[Node]:
+    """The inputs whose zero at a cell makes ``node`` zero there, by the rule ``elementwise_source``
+    renders: a zero of an operand whose format annihilates, in ``*`` and as a numerator."""
+    if node.op is Op.DATA:
+        return {node} if annihilates(node) else set()
+    if node.op is Op.MUL:
+        return set().union(*(annihilators(i) for i in node.inputs if annihilates(i)))
+    if node.op is Op.DIV and annihilates(node.inputs[0]):
+        return annihilators(node.inputs[0])
+    return set()

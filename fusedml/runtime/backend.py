@@ -27,7 +27,7 @@ from fusedml.formats import Collection, Format
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
-from fusedml.runtime import fused, hand
+from fusedml.runtime import fused, hand, interpreter
 from fusedml.runtime.reference import Value, evaluate_node
 from fusedml.runtime.threads import one_thread, share_blas_pool
 
@@ -95,9 +95,9 @@ class LocalBackend:
                     return self.run_kernel(op, inputs)
                 with one_thread():  # too little work for a parallel launch
                     return self.run_kernel(op, inputs)
-            except fused.KernelNotReady:  # being compiled: the reference tier runs it meanwhile
+            except fused.KernelNotReady:  # being compiled: the interim tier runs it meanwhile
                 _stats.bump("fused_ops_awaiting_kernel")
-                return self.reference(op, inputs)
+                return interpreter.run(op, inputs, fused.prepared(op).spec, self)
             except Exception as exc:  # never a wrong answer: the reference computes it
                 _stats.bump("kernel_fallbacks")
                 _warn_once(
@@ -118,7 +118,11 @@ class LocalBackend:
     def reference(self, op: FusedOp, inputs: Sequence[Value]) -> list[Value]:
         """A fused operator's outputs from the reference interpreter, node by node."""
         cplan = op.cplan
-        return evaluate_dag(cplan.body, dict(zip(cplan.params, inputs, strict=True)), self)
+        return self.evaluate(cplan.body, dict(zip(cplan.params, inputs, strict=True)))
+
+    def evaluate(self, dag: Dag, values: dict[Node, Value]) -> list[Value]:
+        """The roots of ``dag`` node by node; ``values`` holds its leaves."""
+        return evaluate_dag(dag, values, self)
 
     def run_hand(self, node: Node, args: Sequence[Value]) -> Value:
         """A hand operator's kernel over canonical values; inputs of a format that would be
