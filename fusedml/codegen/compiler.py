@@ -101,18 +101,20 @@ def load(fn: Any, sig: tuple) -> bool:
 
 
 @contextlib.contextmanager
-def _optimization_level() -> Iterator[None]:
-    """LLVM -O2 instead of numba's -O3 for the block (unless the user set ``NUMBA_OPT``): -O3
-    took a third longer on a tiled Row kernel (3.1 against 2.1 s) and made no generated kernel
-    faster (KMeans' step, mmchain, a cellwise sum: equal times). numba's compiler lock is held,
-    so no other compile of the process sees the setting."""
+def _optimization_level(fn: Any) -> Iterator[None]:
+    """The LLVM optimization level a kernel module asks for (``LLVM_OPT``; tiled Row kernels: -O2,
+    which compiled them in two thirds of -O3's time at equal speed) for the block, unless the user
+    set ``NUMBA_OPT``. Other kernels keep numba's -O3: -O2 made an Outer kernel over CSR 7 %
+    slower and compiled the small kernels no faster. numba's compiler lock is held, so no other
+    compile of the process sees the setting."""
     from numba.core import config as numba_config
     from numba.core.compiler_lock import global_compiler_lock
 
+    level = getattr(fn, "py_func", None) and fn.py_func.__globals__.get("LLVM_OPT")
     with global_compiler_lock:
         before = numba_config.OPT
-        if "NUMBA_OPT" not in os.environ:
-            numba_config.OPT = type(before)(2)
+        if level is not None and "NUMBA_OPT" not in os.environ:
+            numba_config.OPT = type(before)(level)
         try:
             yield
         finally:
@@ -126,7 +128,7 @@ def compile_now(fn: Any, sig: tuple) -> bool:
         return False
     with file_lock(kernel_file(fn)), _compiling(fn):
         before = sum(fn.stats.cache_misses.values())
-        with _stats.timed("compile"), _optimization_level():
+        with _stats.timed("compile"), _optimization_level(fn):
             fn.compile(sig)  # loads instead if another process compiled it meanwhile
         compiled = sum(fn.stats.cache_misses.values()) > before
     _stats.bump("kernels_compiled" if compiled else "kernels_loaded_from_disk")

@@ -95,7 +95,13 @@ def _array(a: np.ndarray, words: list[int], copies: list[np.ndarray]) -> tuple[s
         copies.append(a)
     words.append(_address(a))
     words.extend(a.shape)
-    return (a.dtype.name, a.ndim)
+    name = _DTYPE_NAMES.get(a.dtype)
+    if name is None:
+        name = _DTYPE_NAMES[a.dtype] = a.dtype.name  # dtype.name takes microseconds per call
+    return (name, a.ndim)
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def pack(words: list[int]) -> np.ndarray:

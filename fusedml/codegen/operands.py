@@ -231,6 +231,23 @@ def _fill_row(buf, data, indices, indptr, row):
         hit = f"{n}_at < {n}_end and np.uint64({n}_indices[{n}_at]) == {col}"
         return [*advance, f"{n}_v = {n}_data[{n}_at] if {hit} else 0.0"]
 
+    def union_next(self, p: Param, col: str) -> list[str]:
+        """``col`` lowered to the column of the row's next stored entry (a union of rows visits
+        the least of its inputs' next columns)."""
+        n = p.name
+        return [f"if {n}_at < {n}_end:", f"    {col} = min({col}, np.uint64({n}_indices[{n}_at]))"]
+
+    def union_read(self, p: Param, col: str) -> list[str]:
+        """``{name}_v`` at column ``col`` of a union visit: the entry there (the cursor moves past
+        it) or zero."""
+        n = p.name
+        return [
+            f"{n}_v = 0.0",
+            f"if {n}_at < {n}_end and np.uint64({n}_indices[{n}_at]) == {col}:",
+            f"    {n}_v = {n}_data[{n}_at]",
+            f"    {n}_at += np.uint64(1)",
+        ]
+
 
 def _row_range(name: str, row: str) -> tuple[str, str]:
     """Source of a CSR row's first and end positions, unsigned."""

@@ -17,18 +17,20 @@ GOLDEN = Path(__file__).parent / "golden"
 RNG = np.random.default_rng(0)
 X, Y = RNG.normal(size=(50, 6)), RNG.normal(size=(50, 6))
 S = sp.random(50, 6, density=0.3, format="csr", random_state=0)
+T = sp.random(50, 6, density=0.3, format="csr", random_state=2)
 W = sp.random(300, 280, density=0.02, format="csr", random_state=1)
 U, V = RNG.normal(size=(300, 4)), RNG.normal(size=(280, 4))
 v, w = RNG.normal(size=6), RNG.normal(size=50)
 
 
 def _cases():
-    x, y, s = fm.matrix(X), fm.matrix(Y), fm.matrix(S)
+    x, y, s, t = fm.matrix(X), fm.matrix(Y), fm.matrix(S), fm.matrix(T)
     wm, um, vm = fm.matrix(W), fm.matrix(U), fm.matrix(V)
     return {
         "cell_dense_row_sums": (fm.sum(x * y + 2.0, axis=1), "fuse_all"),
         "cell_csr_sparse_safe": (fm.sum(s * fm.exp(x)), "fuse_all"),
         "magg_dense": ((fm.sum(x * x), fm.sum(x * y), fm.max(y)), "cost_based"),
+        "magg_csr_union": ((fm.sum(s * s), fm.sum(s * t), fm.sum(t * t)), "cost_based"),
         "row_mmchain": (x.T @ (w * (x @ v)), "fuse_all"),
         "outer_csr_loss": (fm.sum(wm * (um @ vm.T) ** 2), "fuse_all"),
     }
