@@ -100,27 +100,6 @@ def load(fn: Any, sig: tuple) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _optimization_level(fn: Any) -> Iterator[None]:
-    """The LLVM optimization level a kernel module asks for (``LLVM_OPT``; tiled Row kernels: -O2,
-    which compiled them in two thirds of -O3's time at equal speed) for the block, unless the user
-    set ``NUMBA_OPT``. Other kernels keep numba's -O3: -O2 made an Outer kernel over CSR 7 %
-    slower and compiled the small kernels no faster. numba's compiler lock is held, so no other
-    compile of the process sees the setting."""
-    from numba.core import config as numba_config
-    from numba.core.compiler_lock import global_compiler_lock
-
-    level = getattr(fn, "py_func", None) and fn.py_func.__globals__.get("LLVM_OPT")
-    with global_compiler_lock:
-        before = numba_config.OPT
-        if level is not None and "NUMBA_OPT" not in os.environ:
-            numba_config.OPT = type(before)(level)
-        try:
-            yield
-        finally:
-            numba_config.OPT = before
-
-
 def compile_now(fn: Any, sig: tuple) -> bool:
     """Machine code for ``sig``: loaded from the disk cache or compiled (and saved) here. True if
     this call compiled it."""
@@ -128,7 +107,7 @@ def compile_now(fn: Any, sig: tuple) -> bool:
         return False
     with file_lock(kernel_file(fn)), _compiling(fn):
         before = sum(fn.stats.cache_misses.values())
-        with _stats.timed("compile"), _optimization_level(fn):
+        with _stats.timed("compile"):
             fn.compile(sig)  # loads instead if another process compiled it meanwhile
         compiled = sum(fn.stats.cache_misses.values()) > before
     _stats.bump("kernels_compiled" if compiled else "kernels_loaded_from_disk")

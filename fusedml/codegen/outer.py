@@ -1,6 +1,9 @@
 """The Outer skeleton: ``f(W, U @ V.T)`` evaluated only at a sparse driver W's stored entries (or
 at every cell of a dense one, in column blocks), ``U[i] . V[j]`` computed per visited cell and
 never materialized; then a full sum, the cell values, ``(...) @ R`` or ``(...).T @ L``.
+
+Rows, columns and the rank run unsigned (``np.uint64``): LLVM then drops numba's negative-index
+wrap-around of each read, which made the dense driver's loop 1.2x slower.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from fusedml.codegen.cell import buffers, side_reads
 from fusedml.codegen.chunking import CHUNKS, chunks_source, partial_chunks_source
 from fusedml.codegen.operands import DenseOperand, Param
 from fusedml.codegen.render import Literals, render_scalar_body
-from fusedml.codegen.source import Kernel, Source, combine, module
+from fusedml.codegen.source import Kernel, Source, combine, module, row_loop
 from fusedml.cplan.kinds import OutputKind
 from fusedml.fusion.templates import outer_product
 from fusedml.ir.dag import Dag
@@ -62,13 +65,13 @@ class _Outer:
             access[main.node] = "av"
         else:
             loads.block(3, main.operand.load_row(main, "i"))
-            head = [f"for j in range(jb, min(jb + {OUTER_BLOCK}, n)):"]
+            head = [f"for j in range(jb, min(jb + np.uint64({OUTER_BLOCK}), np.uint64(n))):"]
             access[main.node] = main.at("i", "j")
         dots = []
         for k, n in enumerate(x for x in Dag([self.value]).nodes if outer_product(x)):
             u, v, transposed = outer_factors(n)
             v_at = param[v].at("j", "r") if transposed else param[v].at("r", "j")
-            dots += [f"uv{k} = 0.0", f"for r in range({_ncols(param[u])}):",
+            dots += [f"uv{k} = 0.0", f"for r in range(np.uint64({_ncols(param[u])})):",
                      f"    uv{k} += f.mul({param[u].at('i', 'r')}, {v_at})"]  # fmt: skip
             access[n] = f"uv{k}"
             if transposed:
@@ -100,10 +103,10 @@ class _Outer:
         elif kind is OutputKind.NO_AGG:
             loop(4, f"out[p] = {result}" if self.sparse else f"out[i, j] = {result}")
         elif kind is OutputKind.ROW_PRODUCT:
-            loop(4, f"for r in range({_ncols(other)}):")
+            loop(4, f"for r in range(np.uint64({_ncols(other)})):")
             loop(5, f"out[i, r] += f.mul({result}, {other.at('j', 'r')})")
         else:
-            loop(4, f"for r in range({_ncols(other)}):")
+            loop(4, f"for r in range(np.uint64({_ncols(other)})):")
             loop(5, f"partial[c, j, r] += f.mul({result}, {other.at('i', 'r')})")
 
     def combine(self) -> None:
@@ -123,12 +126,12 @@ class _Outer:
         src(2, "hi = (c + 1) * m // nchunk")
         buffers([p for p in self.params if p is not self.main], src, 2)
         if self.kind is OutputKind.ROW_PRODUCT:  # each chunk zeroes its rows: first touch here
-            src(2, "for i in range(lo, hi):")
-            src(3, f"for r in range({_ncols(self.other)}):")
+            src(2, row_loop(self.params))
+            src(3, f"for r in range(np.uint64({_ncols(self.other)})):")
             src(4, "out[i, r] = 0.0")
         src(2, "acc = 0.0")
         loop = Source()  # the i loop; a dense driver's is blocked over columns below
-        loop(2, "for i in range(lo, hi):")
+        loop(2, row_loop(self.params))
         loop.extend(loads.lines)
         loop.block(3, head)
         loop.extend(lines)
@@ -136,7 +139,7 @@ class _Outer:
         if self.sparse:
             src.extend(loop.lines)
         else:  # column blocks: the block's rows of V stay in cache while the chunk's rows pass
-            src(2, f"for jb in range(0, n, {OUTER_BLOCK}):")
+            src(2, f"for jb in range(np.uint64(0), np.uint64(n), np.uint64({OUTER_BLOCK})):")
             src.extend(["    " + line for line in loop.lines])
         self.combine()
         body = self.spec.cplan.body

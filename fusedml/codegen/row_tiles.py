@@ -474,7 +474,4 @@ def tile_kernel(spec) -> Kernel:
     src.extend(parts["end"].lines)
     finish = parts["after"]
     finish(1, f"return {', '.join(f'out{k}' for k in range(len(outputs)))}")
-    kernel = module(params, literals, spec.cplan.body, parts["head"], src, finish)
-    # numba's -O3 compiled a tiled KMeans step in 1.5x the time of -O2 and ran it no faster
-    kernel.helpers.append("LLVM_OPT = 2  # read by codegen.compiler\n")
-    return kernel
+    return module(params, literals, spec.cplan.body, parts["head"], src, finish)
