@@ -41,7 +41,7 @@ def _positive(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="preset", action="store_const", const="quick",
-                      help="small sizes, under 5 minutes on 2 cores with a cold kernel cache "
+                      help="small sizes, about 2.5 minutes on 2 cores with a cold kernel cache "
                            "(the default)")  # fmt: skip
     size.add_argument(
         "--full",
