@@ -351,12 +351,12 @@ def _transposed_product_tail(
             tail(3, line)
         if x in rb.onehot:  # a finite entry adds to its row's group only (0 * yv is 0)
             tail(4, "if yv - yv == 0.0:")
-            tail(5, f"{partial}[c, {rb.onehot[x]}, q] += yv")
+            tail(5, f"{partial}[cu, {rb.onehot[x]}, q] += yv")
             tail(4, "elif yv != 0.0:")
         else:
             tail(4, "if yv != 0.0:")
         tail(5, f"for t in range({rb.size(nx, x)}):")
-        tail(6, f"{partial}[c, t, q] += f.mul({x_at('t')}, yv)")
+        tail(6, f"{partial}[cu, t, q] += f.mul({x_at('t')}, yv)")
         return
     # a zero of a per-row result P (KMeans' memberships, hinge-loss gradients) skips its row
     # of updates when Y's row is finite, where 0 * y adds nothing (the partials start at +0.0)
@@ -379,11 +379,11 @@ def _transposed_product_tail(
         tail(5, "continue")
     y_zeros = annihilates(y)
     if width is None:
-        update = f"{partial}[c, t] += f.mul(xv, {y_at('0')})"
+        update = f"{partial}[cu, t] += f.mul(xv, {y_at('0')})"
         tail(4, update if not y_zeros else f"if {y_at('0')} != 0.0: {update}")
     else:
         tail(4, f"for q in range({width}):")
-        update = f"{partial}[c, t, q] += f.mul(xv, {y_at('q')})"
+        update = f"{partial}[cu, t, q] += f.mul(xv, {y_at('q')})"
         if y_zeros:
             tail(5, f"if {y_at('q')} != 0.0:")
             tail(6, update)
@@ -397,14 +397,14 @@ def _onehot_scatter(tail: Source, label: str, y_at, width: int | None, partial: 
     for which the returned ``tail`` indents one level deeper."""
     if width is None:
         tail(3, f"if {y_at('0')} - {y_at('0')} == 0.0:")
-        tail(4, f"{partial}[c, {label}] += {y_at('0')}")
+        tail(4, f"{partial}[cu, {label}] += {y_at('0')}")
     else:
         tail(3, "yfinite = 0.0")
         tail(3, f"for q in range({width}):")
         tail(4, f"yfinite += {y_at('q')} * 0.0")
         tail(3, "if yfinite == 0.0:")
         tail(4, f"for q in range({width}):")
-        tail(5, f"{partial}[c, {label}, q] += {y_at('q')}")
+        tail(5, f"{partial}[cu, {label}, q] += {y_at('q')}")
     tail(3, "else:")
     return lambda depth, text: tail(depth + 1, text)
 
@@ -452,14 +452,14 @@ class _Sink:
             # measured 1.7x slower on the KMeans step (numba does not vectorize its updates)
             head(1, f"{partial} = np.full((nchunk, {cols}), {INIT[agg]})")
             tail(3, f"for q in range({rb.size(cols, self.value)}):")
-            tail(4, fold(agg, f"{partial}[c, q]", at("q")))
+            tail(4, fold(agg, f"{partial}[cu, q]", at("q")))
             end(1, f"{out} = {combine(agg, partial)}", after=True)
         elif kind is OutputKind.FULL_AGG:
             head(1, f"{partial} = np.empty(nchunk)")
             chunk(2, f"acc{k} = {INIT[agg]}")
             tail(3, f"for q in range({rb.size(cols, self.value)}):")
             tail(4, fold(agg, f"acc{k}", at("q")))
-            end(2, f"{partial}[c] = acc{k}")
+            end(2, f"{partial}[cu] = acc{k}")
             end(1, f"{out} = np.array([{combine(agg, partial)}])", after=True)
         else:  # X.T @ Y: per-chunk partials, updated in place (chunk-local scratch arrays were
             # measured 1.7x slower: numba does not vectorize their updates)
@@ -512,6 +512,9 @@ def row_kernel(spec, body_type: type = _RowBody, sink_type: type = _Sink) -> Ker
     scratch_alloc, scratch_fill = rb.scratch_rows()
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
+    # partials are indexed by the unsigned chunk: no wrap-around test in the per-row updates
+    # (the KMeans step over CSR 4 % faster)
+    src(2, "cu = np.uint64(c)")
     for line in rb.alloc + scratch_alloc:
         src(2, line)
     src.extend(chunk.lines)
