@@ -10,12 +10,14 @@ and shape) and returns an int64; ``address`` compiles (or loads) it once per pro
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from typing import Any
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import types
-from numba.core import errors
+from numba.core import cgutils, errors
 from numba.extending import intrinsic
 
 _I64 = ir.IntType(64)
@@ -53,17 +55,13 @@ def call(typingctx, address, args):
         parts = [
             context.cast(builder, v, t, types.int64)
             for v, t in zip(
-                builder_unpack(builder, values[1], len(args.types)), args.types, strict=True
+                cgutils.unpack_tuple(builder, values[1], len(args.types)), args.types, strict=True
             )
         ]
         kind = ir.FunctionType(_I64, [_I64] * len(parts))
         return builder.call(builder.inttoptr(values[0], kind.as_pointer()), parts)
 
     return types.int64(types.int64, args), codegen
-
-
-def builder_unpack(builder, value, count: int) -> list:
-    return [builder.extract_value(value, k) for k in range(count)]
 
 
 _lock = threading.Lock()
@@ -78,7 +76,30 @@ def address(fn: Any, nargs: int) -> int:
         with _lock:
             signature = (types.int64,) * nargs
             fn.compile(signature)
-            result = fn.overloads[signature]
-            name = result.fndesc.llvm_cfunc_wrapper_name
-            found = _addresses[fn] = result.library.get_pointer_to_function(name)
+            found = _addresses[fn] = cfunc_address(fn, signature)
     return found
+
+
+def cfunc_address(fn: Any, signature: tuple) -> int:
+    """The address of the C wrapper numba emits for ``fn``'s machine code of ``signature`` (which
+    ``fn`` must have)."""
+    result = fn.overloads[signature]
+    return result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
+
+
+def symbol(lib: ctypes.CDLL, name: str) -> int:
+    """The address of the C function ``name`` of a loaded library."""
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+def engine(module: ir.Module) -> Any:
+    """An LLVM JIT engine holding ``module`` compiled (-O2) for this machine: the caller keeps it
+    alive while its functions' addresses (``engine.get_function_address``) are in use."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    jit = llvm.create_mcjit_compiler(parsed, machine)
+    jit.finalize_object()
+    return jit

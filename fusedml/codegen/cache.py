@@ -265,8 +265,8 @@ def get_kernel(key: Hashable, make: Callable[[], str]) -> Callable[..., Any]:
             if get_config().debug >= 4:
                 print(f"--- generated kernel {key!r}\n{source}", file=sys.stderr)
             fn = _load(source)
-            # machine code comes only through ``codegen.compiler``: a call whose argument types
-            # have none raises TypeError instead of compiling
+            # machine code comes only through ``codegen.compiler`` (the launcher calls the chunk
+            # function by address): an accidental Python call raises TypeError, never compiles
             fn._can_compile = False
         _memory[key] = fn
         _stats.bump("kernels_generated")

@@ -51,6 +51,10 @@ class _Cell:
         self.count_stored = self.sparse and any(a in ("min", "max") for a in self.aggs)
         self.literals = Literals()
         self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
+        # inputs read by a cursor over their rows: merged into a sparse driver's visit, or (no
+        # sparse driver) whose union of rows the kernel visits
+        self.merged_inputs, self.union_inputs = self.merged(), self.union()
+        self.cursored = self.merged_inputs or self.union_inputs
 
     def merged(self) -> list[Param]:
         """Side inputs of the driver's shape read by a cursor over their rows (a sparse driver
@@ -58,10 +62,12 @@ class _Cell:
         sum(X*Y*Z) over CSR inputs, where scattering Y's and Z's rows cost 2.3x."""
         if not self.sparse:
             return []
+        return [p for p in self._cursorable() if p is not self.main]
+
+    def _cursorable(self) -> list[Param]:
+        """The inputs of the main input's shape whose rows a cursor can walk by column."""
         shape = self.main.node.shape
-        return [
-            p for p in self.params[1:] if p.operand.merges and p.node.shape == shape
-        ]  # fmt: skip
+        return [p for p in self.params if p.operand.merges and p.node.shape == shape]
 
     def skippable(self) -> set[Node]:
         """Inputs whose zero makes every output's cell zero, when a zero cell adds nothing (sums):
@@ -72,11 +78,9 @@ class _Cell:
         return set.intersection(*(annihilators(v) for v in self.values))
 
     @staticmethod
-    def union_visit(union: list[Param], loads: Source) -> list[str]:
+    def union_visit(union: list[Param]) -> list[str]:
         """The lines that start one visit of a row union: the least next column ``j`` of the
         inputs (the row is done when none has an entry left) and each input's value there."""
-        for p in union:
-            loads.block(3, p.operand.merge_start(p, "i"))
         lines = ["j = np.uint64(n)"]
         for p in union:
             lines += p.operand.union_next(p, "j")
@@ -99,10 +103,9 @@ class _Cell:
         1.5x)."""
         if self.sparse or not self.summed():
             return []
-        shape = self.main.node.shape
-        candidates = {p.node: p for p in self.params if p.operand.merges and p.node.shape == shape}
+        candidates = {p.node: p for p in self._cursorable()}
         drivers = [annihilators(v) & candidates.keys() for v in self.values]
-        if not candidates or not all(drivers):
+        if not all(drivers):
             return []
         chosen = set().union(*drivers)
         return [p for node, p in candidates.items() if node in chosen]
@@ -110,25 +113,28 @@ class _Cell:
     def cell_body(self) -> tuple[Source, list[str], list[str], list[str]]:
         """(per-row loads, the column loop header, per-cell lines, each output's value)."""
         loads = Source()
-        union = self.union()
-        merged = self.merged() + union
-        read = [p for p in self.params if not (self.sparse and p is self.main) and p not in merged]
+        cursored = self.cursored
+        read = [
+            p for p in self.params if not (self.sparse and p is self.main) and p not in cursored
+        ]
         access = side_reads(read, None, loads, 3)
-        cursors = []
-        if union:
-            cursors = ["    " * 4 + line for line in self.union_visit(union, loads)]
-            access.update({p.node: f"{p.name}_v" for p in union})
-            merged = []
-        skippable = self.skippable()
-        for p in merged:
+        for p in cursored:
             loads.block(3, p.operand.merge_start(p, "i"))
-            skip = p.node in skippable
-            cursors += ["    " * 4 + line for line in p.operand.merge_read(p, "j", skip)]
             access[p.node] = f"{p.name}_v"
+        if self.union_inputs:
+            visit = self.union_visit(self.union_inputs)
+        else:
+            skippable = self.skippable()
+            visit = [
+                line
+                for p in self.merged_inputs
+                for line in p.operand.merge_read(p, "j", p.node in skippable)
+            ]
+        cursors = ["    " * 4 + line for line in visit]
         if self.sparse:
             head = self.main.operand.nonzeros(self.main, "i", "j", "av", "p")
             access[self.main.node] = "av"
-        elif union:
+        elif self.union_inputs:
             head = ["while True:"]
         else:
             head = ["for j in range(n):"]
@@ -157,9 +163,8 @@ class _Cell:
         src = self.src
         src(2, "lo = c * m // nchunk")
         src(2, "hi = (c + 1) * m // nchunk")
-        merged = self.merged() + self.union()
         scattered = [p for p in self.params if not (self.sparse and p is self.main)]
-        buffers([p for p in scattered if p not in merged], src, 2)
+        buffers([p for p in scattered if p not in self.cursored], src, 2)
         if self.kind is OutputKind.FULL_AGG:
             for r, agg in enumerate(self.aggs):
                 src(2, f"acc{r} = {INIT[agg]}")

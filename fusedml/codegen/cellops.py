@@ -10,7 +10,7 @@ flags, so they cost nothing and compute what numpy computes.
 
 Kernels call these as ``f.mul(a, b)`` after ``import fusedml.codegen.cellops as f``. Numba's
 cache does not notice a change of this file inside an already compiled kernel, so kernel sources
-carry ``SOURCE_DIGEST`` (see ``skeletons.PRELUDE``): a change here is a new kernel.
+carry ``SOURCE_DIGEST`` (see ``source.PRELUDE``): a change here is a new kernel.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def _args(p: Param) -> str:
 
 
 def _array(name: str, dims: int) -> str:
-    """A float64 array as a native call's arguments: its address and its first ``dims`` sizes."""
+    """An array as a native call's arguments: its address and its first ``dims`` sizes."""
     return ", ".join([f"{name}.ctypes.data", *(f"{name}.shape[{d}]" for d in range(dims))])
 
 

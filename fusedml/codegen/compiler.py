@@ -8,10 +8,10 @@ What ``obtain`` does is ``fm.config(compile=...)`` (environment variable ``FUSED
 - ``eager``: load the machine code from the disk cache, or compile it now in this process;
 - ``background`` (the default): load it from the disk cache; on a miss a worker process
   (``_worker.py``, one per process, started on first need) compiles it into the disk cache while
-  the runtime runs the operator through the reference interpreter; the first call after the
-  worker is done loads it (milliseconds). numba holds the GIL while it compiles, so a thread would
-  stall the caller; the worker runs at lower priority and, after this process exits, finishes
-  the compiles it was given, so the next process starts warm;
+  the runtime runs the operator in the interim tier (``runtime/interpreter.py``); the first call
+  after the worker is done loads it (milliseconds). numba holds the GIL while it compiles, so a
+  thread would stall the caller; the worker runs at idle priority and, after this process exits,
+  finishes the compiles it was given, so the next process starts warm;
 - ``off``: load it from the disk cache, never compile.
 
 Every compile of a kernel, by any process, holds its kernel file's lock: a second process (a
@@ -38,6 +38,7 @@ from numba import types
 
 from fusedml import _stats
 from fusedml._config import get_config
+from fusedml._native import cfunc_address
 from fusedml.codegen.cache import NotCached, kernel_file, load_only
 
 try:
@@ -54,8 +55,7 @@ SIGNATURE = (types.int64, types.int64)  # every chunk function's: (chunk index, 
 def address(fn: Any) -> int:
     """The address of the C wrapper numba emits for ``fn``'s machine code (``int64(int64,
     int64)``); ``fn`` must have it (``obtain``)."""
-    result = fn.overloads[SIGNATURE]
-    return result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
+    return cfunc_address(fn, SIGNATURE)
 
 
 @contextlib.contextmanager

@@ -47,7 +47,7 @@ _DATA_OFFSET = _probe_data_offset()
 _read = ctypes.c_void_p.from_address
 
 
-def _address(a: np.ndarray) -> int:
+def address(a: np.ndarray) -> int:
     """The address of an array's first element (0 for an empty array)."""
     if _DATA_OFFSET is None:
         return a.ctypes.data
@@ -93,7 +93,7 @@ def _array(a: np.ndarray, words: list[int], copies: list[np.ndarray]) -> tuple[s
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)  # read only: kernels write only arrays setup allocated
         copies.append(a)
-    words.append(_address(a))
+    words.append(address(a))
     words.extend(a.shape)
     name = _DTYPE_NAMES.get(a.dtype)
     if name is None:

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fusedml.ir.node import Node
-from fusedml.ir.ops import ELEMENTWISE, Op
+from fusedml.ir.ops import ANNIHILATING_OPERANDS, ELEMENTWISE, Op
 
 # elementwise op -> Python source over already-rendered operands {0}, {1}, {2}. Arithmetic goes
 # through ``cellops`` (imported as ``f``): compiled without fast-math flags, so a cell's value is
@@ -129,8 +129,5 @@ def annihilators(node: Node) -> set[Node]:
     renders: a zero of an operand whose format annihilates, in ``*`` and as a numerator."""
     if node.op is Op.DATA:
         return {node} if annihilates(node) else set()
-    if node.op is Op.MUL:
-        return set().union(*(annihilators(i) for i in node.inputs if annihilates(i)))
-    if node.op is Op.DIV and annihilates(node.inputs[0]):
-        return annihilators(node.inputs[0])
-    return set()
+    operands = (node.inputs[k] for k in ANNIHILATING_OPERANDS.get(node.op, ()))
+    return set().union(*(annihilators(i) for i in operands if annihilates(i)))

@@ -268,7 +268,7 @@ class _RowBody:
         if width is None:
             b_at = self.param[b].at("t", "0")
         else:
-            b_at = f"{self._b_t(b, padded if blocked else width)}[q, t]"
+            b_at = f"{self._b_t(b)}[q, t]"
         if blocked:
             v = self._vector(node, width, room=padded)
             self._blocked_dots(x, self.transposed[b], v, padded)
@@ -286,10 +286,11 @@ class _RowBody:
         self.lines += [f"for q in range({width}):", *(f"    {line}" for line in dot)]
         self.lines.append(f"    {v}[q] = acc")
 
-    def _b_t(self, b: Node, rows: int) -> str:
-        """The name of B.T, copied once per call (in setup) with ``rows`` rows: zero rows pad it
-        to whole blocks of dot products."""
+    def _b_t(self, b: Node) -> str:
+        """The name of B.T, copied once per call (in setup): zero rows pad it to whole blocks of
+        dot products (the same copy serves every product with B, blocked or not)."""
         if b not in self.transposed:
+            rows = -(-b.shape[1] // DOT_BLOCK) * DOT_BLOCK
             name = self.transposed[b] = f"{self.param[b].name}_t"
             self.head += [
                 f"{name} = np.zeros(({rows}, {b.shape[0]}))",
@@ -301,9 +302,9 @@ class _RowBody:
         """The dot products of ``_dot_product``, DOT_BLOCK at a time: each read of the row serves
         DOT_BLOCK rows of B.T (one accumulator each, summed over t in the same order), where one
         dot at a time read the row again per column (the KMeans step on 1,797 x 64, K = 10: 144
-        -> 121 us). Every column takes this path, the last block padded with zero rows of B.T:
-        columns computed by two different loops could round differently, and equal columns of B
-        (KMeans' duplicated centroids) must give equal values."""
+        -> 121 us). Every column of the product takes this path, the last block padded with
+        zero rows of B.T: columns computed by two different loops could round differently, and
+        equal columns of B (KMeans' duplicated centroids) must give equal values."""
         accs = [f"dot{k}" for k in range(DOT_BLOCK)]
         self.lines += [
             f"for q in range(0, {columns}, {DOT_BLOCK}):",

@@ -495,8 +495,8 @@ def scatter_group(y, g, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dva
 def scatter_groups(y, big, acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals, dvalptr,
                    soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc, dtupptr,
                    dcounts, stupptr, scounts, ccols, rends, rcodes, rptr):  # fmt: skip
-    """``scatter_group`` for each group in ``big``, a group per thread. Threaded here, not in
-    the generated kernel: a second parallel loop there doubled its compile time."""
+    """``scatter_group`` for each group in ``big``, a group per thread (called from a kernel's
+    ``finish``: a parallel loop compiled once, not in each generated kernel)."""
     for b in numba.prange(big.shape[0]):
         scatter_group(y, big[b], acc, flags, fin, base, c8, c16, c32, dcols, dcolptr, dvals,
                       dvalptr, soff, scodes, sptr, scols, scolptr, svals, svalptr, ucols, uc,

@@ -19,8 +19,9 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
 from llvmlite import ir
+
+from fusedml._native import engine, symbol
 
 # state words: lock, dojob, jobdata, elsize, dojob_data, (unused), calls served
 LOCK, DOJOB, JOBDATA, ELSIZE, DATA, TEAM, CALLS = range(7)
@@ -34,10 +35,6 @@ class Native:
 
     address: int
     engine: object
-
-
-def _function(lib: ctypes.CDLL, name: str) -> int:
-    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
 def _pointer(builder: ir.IRBuilder, address: int, fnty: ir.FunctionType) -> ir.Value:
@@ -99,15 +96,9 @@ def build(gomp: ctypes.CDLL) -> tuple:
     block = (ctypes.c_uint64 * 8)()
     module = _module(
         ctypes.addressof(block),
-        _function(gomp, "GOMP_parallel"),
-        _function(gomp, "omp_get_thread_num"),
-        _function(ctypes.CDLL(None), "sched_yield"),
+        symbol(gomp, "GOMP_parallel"),
+        symbol(gomp, "omp_get_thread_num"),
+        symbol(ctypes.CDLL(None), "sched_yield"),
     )
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    parsed = llvm.parse_assembly(str(module))
-    parsed.verify()
-    target = llvm.Target.from_default_triple().create_target_machine(opt=2)
-    engine = llvm.create_mcjit_compiler(parsed, target)
-    engine.finalize_object()
-    return block, Native(engine.get_function_address("callback"), engine)
+    jit = engine(module)
+    return block, Native(jit.get_function_address("callback"), jit)

@@ -48,19 +48,26 @@ class Prepared:
 
 _prepared: weakref.WeakKeyDictionary[FusedOp, Prepared] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+# kernel key -> (kernel, setup, finish, reads): operators of one structure share them
+_built: dict[Any, tuple[Kernel, Any, Any, list[int]]] = {}
 
 
 def prepared(op: FusedOp) -> Prepared:
-    """The operator's ``Prepared``, made on first use."""
+    """The operator's ``Prepared``, made on first use (its kernel built once per kernel key)."""
     found = _prepared.get(op)
     if found is None:
         spec = kernel_spec(op.cplan)
-        kernel = spec.build()
-        setup, finish = python_functions(kernel)
+        built = _built.get(spec.key)
+        if built is None:
+            with _stats.timed("codegen"):
+                kernel = spec.build()
+                setup, finish = python_functions(kernel)
+            names = [*kernel.args, *kernel.state]
+            reads = [names.index(n) for n in kernel.reads]
+            built = _built[spec.key] = (kernel, setup, finish, reads)
+        kernel, setup, finish, reads = built
         nodes = op.cplan.body.nodes
         literals = [float(nodes[k].attr("value")) for k in kernel.literal_positions]
-        names = [*kernel.args, *kernel.state]
-        reads = [names.index(n) for n in kernel.reads]
         found = _prepared[op] = Prepared(spec, kernel, literals, setup, finish, reads)
     return found
 
@@ -76,7 +83,7 @@ def partials(op: FusedOp, inputs: Sequence[Any]) -> list[Any]:
     fn, address = _chunk(p, kinds)
     frame_words = frame.pack(words)
     try:
-        run_chunks(address, state[0], frame_words.ctypes.data)
+        run_chunks(address, state[0], frame.address(frame_words))
     except Exception as exc:
         exc.add_note(f"kernel file: {kernel_file(fn)}")
         raise

@@ -73,25 +73,9 @@ def run(op: FusedOp, inputs: Sequence[Value], spec: KernelSpec, backend) -> list
         roots = zip(op.cplan.body.roots, op.cplan.outputs, outputs, strict=True)
         return [_partial(r, k, o, part[0]) for r, k, o in roots]
 
-    starts = range(0, main.shape[0], rows)
-    if THREADS > 1:
-        blocks = list(_pool().map(one, starts))
-    else:
-        blocks = [one(start) for start in starts]
+    blocks = [one(start) for start in range(0, main.shape[0], rows)]
     _stats.bump("interim_in_row_blocks")
     return fused.results(op, blocks)
-
-
-THREADS = 1
-_pools: list = []
-
-
-def _pool():
-    if not _pools:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pools.append(ThreadPoolExecutor(THREADS, thread_name_prefix="fusedml-interim"))
-    return _pools[0]
 
 
 _bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -21,12 +21,13 @@ other on the calling thread.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
-import llvmlite.binding as llvm
 import numba
 from llvmlite import ir
+
+from fusedml._native import engine, symbol
+from fusedml.runtime.threads import libgomp
 
 I8P, I32, I64 = ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(64)
 FN, NCHUNK, FRAME, DONE = range(4)  # the words a launch shares with its team
@@ -114,17 +115,11 @@ def _module(gomp: tuple[int, int, int] | None) -> ir.Module:
 def _gomp() -> tuple[int, int, int] | None:
     """Addresses of ``GOMP_parallel``, ``omp_get_thread_num`` and ``omp_get_num_threads`` in the
     libgomp numba's OpenMP layer runs on, if it does."""
-    from numba.np.ufunc import parallel
-
-    parallel._launch_threads()
-    if numba.threading_layer() != "omp":
+    gomp = libgomp()
+    if isinstance(gomp, str):
         return None
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
-    except OSError:
-        return None
-    names = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
-    return tuple(ctypes.cast(getattr(gomp, n), ctypes.c_void_p).value for n in names)
+    return tuple(symbol(gomp, n) for n in ("GOMP_parallel", "omp_get_thread_num",
+                                           "omp_get_num_threads"))  # fmt: skip
 
 
 _lock = threading.Lock()
@@ -135,17 +130,11 @@ def _launcher():
     if not _built:
         with _lock:
             if not _built:
-                llvm.initialize_native_target()
-                llvm.initialize_native_asmprinter()
-                parsed = llvm.parse_assembly(str(_module(_gomp())))
-                parsed.verify()
-                machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-                engine = llvm.create_mcjit_compiler(parsed, machine)
-                engine.finalize_object()
+                jit = engine(_module(_gomp()))
                 kind = ctypes.CFUNCTYPE(
                     ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32
                 )
-                _built.append((kind(engine.get_function_address("launch")), engine))
+                _built.append((kind(jit.get_function_address("launch")), jit))
     return _built[0][0]
 
 

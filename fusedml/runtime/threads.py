@@ -84,22 +84,30 @@ def _numpy_openblas_setter() -> ctypes._CFuncPtr | None:
     return None
 
 
-def _install() -> str | None:
-    """Install the callback; the reason when it cannot be."""
-    if os.environ.get("FUSEDML_BLAS_POOL", "1").lower() in ("0", "false", "no"):
-        return "FUSEDML_BLAS_POOL=0"
+def libgomp() -> ctypes.CDLL | str:
+    """The libgomp numba's OpenMP threading layer runs on (the layer loaded first), or why there
+    is none."""
     from numba.np.ufunc import parallel
 
     parallel._launch_threads()  # loads the threading layer (and libgomp)
     if numba.threading_layer() != "omp":
         return f"numba's threading layer is {numba.threading_layer()!r}, not OpenMP"
+    try:
+        return ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
+    except OSError:
+        return "numba's libgomp is not loaded as libgomp.so.1"
+
+
+def _install() -> str | None:
+    """Install the callback; the reason when it cannot be."""
+    if os.environ.get("FUSEDML_BLAS_POOL", "1").lower() in ("0", "false", "no"):
+        return "FUSEDML_BLAS_POOL=0"
+    gomp = libgomp()
+    if isinstance(gomp, str):
+        return gomp
     setter = _numpy_openblas_setter()
     if setter is None:
         return "numpy's BLAS is not a private OpenBLAS with a threads callback (0.3.28+)"
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
-    except OSError:
-        return "numba's libgomp is not loaded as libgomp.so.1"
     from fusedml.runtime import _blas_pool
 
     parts = _blas_pool.build(gomp)

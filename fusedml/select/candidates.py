@@ -203,10 +203,10 @@ class Planner:
         if not valid:
             return None
         chosen = min(valid, key=lambda o: o.rank)
-        if chosen.entry.type is TemplateType.ROW:  # a Row plan that Cell covers alike is Cell
+        if chosen.type is TemplateType.ROW:  # a Row plan that Cell covers alike is Cell
             for o in valid:
                 if (
-                    o.entry.type is TemplateType.CELL
+                    o.type is TemplateType.CELL
                     and o.entry.fused == chosen.entry.fused
                     and self.cover(node, o) == self.cover(node, chosen)
                 ):

@@ -11,12 +11,13 @@
   its own (the cost model is additive over independent parts); *cost-based*, within an exhaustive
   enumeration a lower bound (static costs plus the materialized points' writes and reads) skips
   every assignment that only adds materialized points to one already no better than the best plan
-  found. A part with more than ``LOCAL_SEARCH_FROM`` points is not enumerated (GLM-probit's
+  found. A part with at least ``LOCAL_SEARCH_FROM`` points is not enumerated (GLM-probit's
   Hessian body: 13 points, 5,428 plans costed in 2-3 s): the search descends from the better of
-  fuse-all and no-redundancy within it, flipping the one point that lowers the cost most, until
-  no flip does (20-30 plans). On every estimator's bodies, dense and CSR at 20k to 1M rows, it
-  ends at the exhaustive search's cost (``tests/select/test_policies.py``). Multi-aggregates are
-  built last, where they are cheaper.
+  no point and every point materialized, taking each flip of one point (or of two that share a
+  node) that lowers the cost, until a whole round of flips lowers it no more (20-30 plans). On
+  every estimator's bodies, dense and CSR at 20k to 1M rows, it ends at the exhaustive search's
+  cost (``tests/select/test_policies.py``). Multi-aggregates are built last, where they are
+  cheaper.
 """
 
 from __future__ import annotations

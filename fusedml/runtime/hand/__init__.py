@@ -57,8 +57,10 @@ def _module(name: str) -> ModuleType:
         module = _modules.get(name)
         if module is None:
             helpers = hashlib.sha256(_read("_common").encode()).hexdigest()
-            jit = PARALLEL_JIT
-            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, jit {jit}"
+            stamp = (
+                f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, "
+                f"jit {PARALLEL_JIT}"
+            )
             source = f"{_read(name)}\n{stamp}\n"
             module = _modules[name] = load_module(source)
         return module
