@@ -218,7 +218,7 @@ class _Worker:
         if error is None:
             kind = "compiled_in_background" if compiled else "loaded_by_worker"
             _stats.bump(f"kernels_{kind}")
-            _stats.add_seconds("background_compile", seconds)
+            _stats.add_seconds("background_compile" if compiled else "background_load", seconds)
         job.done.set()
 
     def close(self) -> None:

@@ -73,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--workers", type=_positive, default=0,
                         help="processes of the cold pass (default: one per core)")  # fmt: skip
+    parser.add_argument("--cold-compile", choices=("background", "eager"), default="background",
+                        help="compile mode of the cold pass's first calls (background, the default "
+                        "as fusedml's; eager compiles each kernel inside the call)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -81,7 +84,7 @@ def options_of(args: argparse.Namespace) -> Options:
         preset=args.preset, experiments=args.experiments, modes=args.modes,
         formats=args.formats, repeat=args.repeat or REPEATS[args.preset], out=args.out,
         fresh_cache=not args.reuse_kernel_cache, workers=args.workers,
-        progress=not args.no_progress,
+        cold_compile=args.cold_compile, progress=not args.no_progress,
     )  # fmt: skip
 
 

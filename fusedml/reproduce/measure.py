@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml as fm
+from fusedml.codegen import compiler
 
 # stages of turning a call into a plan and kernel sources (fusedml.pipeline, jit, codegen.cache)
 OPTIMIZE_STAGES = ("trace", "dag", "rewrite", "explore", "select", "cplan", "plan", "codegen")
@@ -31,11 +32,16 @@ def _counts_and_seconds() -> tuple[dict[str, float], dict[str, float]]:
 def first_call(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
     """``fn()``'s result and what its call cost beyond running: seconds of the whole call, of
     optimization, compiling and loading kernels, and the counts of kernels compiled and loaded,
-    plans costed and fused operators planned per template."""
+    plans costed, fused operator calls run by the interim tier while their kernel compiled, and
+    fused operators planned per template.
+
+    Under background compiles the call returns while kernels may still compile; they are waited
+    for after the call's clock stops, and their compile seconds (the worker's CPU time) counted."""
     counts0, seconds0 = _counts_and_seconds()
     start = time.perf_counter()
     result = fn()
     total = time.perf_counter() - start
+    compiler.wait()
     counts1, seconds1 = _counts_and_seconds()
 
     def count(name: str) -> int:
@@ -47,9 +53,10 @@ def first_call(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
     costs = {
         "first_s": total,
         "optimize_s": secs(*OPTIMIZE_STAGES),
-        "compile_s": secs("compile"),
+        "compile_s": secs("compile", "background_compile"),
         "load_s": secs("load"),
-        "kernels_compiled": count("kernels_compiled"),
+        "kernels_compiled": count("kernels_compiled") + count("kernels_compiled_in_background"),
+        "ops_awaiting_kernel": count("fused_ops_awaiting_kernel"),
         "kernels_loaded": count("kernels_loaded_from_disk"),
         "plans_costed": count("plans_costed"),
     }

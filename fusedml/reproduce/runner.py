@@ -48,6 +48,7 @@ class Options:
     cold: bool = True  # the first calls in worker processes (else only in this one)
     progress: bool = True
     workers: int = 0  # processes of the cold pass (0: one per core, at most 4)
+    cold_compile: str = "background"  # the cold pass's compile mode (fm.config(compile=...))
 
 
 @dataclass
@@ -181,7 +182,7 @@ def first_calls_elsewhere(cases: list[Case], options: Options, cache_dir: str) -
     for case in sorted(cases, key=_expected_compile, reverse=True):
         todo.put(case)  # the longest first, so that no worker is left with one at the end
     done: queue.Queue = queue.Queue()
-    env = dict(os.environ, FUSEDML_CACHE_DIR=cache_dir, FUSEDML_COMPILE="eager")
+    env = dict(os.environ, FUSEDML_CACHE_DIR=cache_dir, FUSEDML_COMPILE=options.cold_compile)
     modes = json.dumps(list(options.modes))
     children = [
         subprocess.Popen([sys.executable, "-m", "fusedml.reproduce.firsts", modes],
