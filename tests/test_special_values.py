@@ -91,3 +91,35 @@ def test_adding_zero_is_not_simplified_but_adding_negative_zero_is():
     assert Op.ADD not in ops(X + -0.0)  # x + -0.0 is x for every x, -0.0 included
     assert Op.SUB not in ops(X - 0)  # x - 0.0 is x for every x
     assert Op.SUB in ops(X - -0.0)
+
+
+def _outer_inputs(factor_value, product_value):
+    """A dense W, 2% non-zero, with factors U, V and a product operand R holding one special
+    value each (None: none)."""
+    rng = np.random.default_rng(3)
+    W = sp.random(300, 280, density=0.02, format="csr", random_state=1).toarray()
+    W[7, :] = W[:, 5] = 0.0  # a row and a column W reads only as 0
+    U, V, R = rng.normal(size=(300, 4)), rng.normal(size=(280, 4)), rng.normal(size=(280, 3))
+    if factor_value is not None:
+        U[7, 1] = factor_value
+    if product_value is not None:
+        R[5, 2] = product_value
+    return W, U, V, R
+
+
+@pytest.mark.parametrize("factor_value", [None, np.inf, np.nan, 1e200, -1e155])
+@pytest.mark.parametrize("product_value", [None, np.inf])
+def test_an_outer_driver_skips_its_zeros_only_where_they_add_nothing(factor_value, product_value):
+    W, U, V, R = _outer_inputs(factor_value, product_value)
+    w, u, v, r = map(fm.matrix, (W, U, V, R))
+    with np.errstate(all="ignore"):  # numpy cell by cell: 0 * inf is NaN in every sum
+        Y = W * (U @ V.T)
+        wants = [np.sum(W * (U @ V.T) ** 2), (Y[:, :, None] * R[None, :, :]).sum(axis=1),
+                 (Y.T[:, :, None] * U[None, :, :3]).sum(axis=1)]  # fmt: skip
+    exprs = [fm.sum(w * (u @ v.T) ** 2), (w * (u @ v.T)) @ r, (w * (u @ v.T)).T @ u[:, :3]]
+    for expr, want in zip(exprs, wants, strict=True):
+        with fm.config(compile_s=0.0, dispatch_s=0.0):
+            assert [op.template for op in fm.explain(expr, fusion="fuse_all").operators] == [
+                "outer"]  # fmt: skip
+            got = fm.evaluate(expr, fusion="fuse_all")
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)

@@ -25,7 +25,7 @@ v, w = RNG.normal(size=6), RNG.normal(size=50)
 
 def _cases():
     x, y, s, t = fm.matrix(X), fm.matrix(Y), fm.matrix(S), fm.matrix(T)
-    wm, um, vm = fm.matrix(W), fm.matrix(U), fm.matrix(V)
+    wm, um, vm, dm = fm.matrix(W), fm.matrix(U), fm.matrix(V), fm.matrix(W.toarray())
     return {
         "cell_dense_row_sums": (fm.sum(x * y + 2.0, axis=1), "fuse_all"),
         "cell_csr_sparse_safe": (fm.sum(s * fm.exp(x)), "fuse_all"),
@@ -33,6 +33,7 @@ def _cases():
         "magg_csr_union": ((fm.sum(s * s), fm.sum(s * t), fm.sum(t * t)), "cost_based"),
         "row_mmchain": (x.T @ (w * (x @ v)), "fuse_all"),
         "outer_csr_loss": (fm.sum(wm * (um @ vm.T) ** 2), "fuse_all"),
+        "outer_dense_skipping_zeros": (fm.sum(dm * (um @ vm.T) ** 2), "fuse_all"),
     }
 
 
