@@ -17,10 +17,20 @@ from typing import Any
 import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils, errors
+from numba.core import cgutils, compiler, errors
 from numba.extending import intrinsic
 
 _I64 = ir.IntType(64)
+
+
+class NoAliasCompiler(compiler.Compiler):
+    """numba's pipeline with every array argument marked ``noalias``, as numba marks the body of
+    a parallel loop: LLVM may then keep values in registers across the stores to a kernel's
+    outputs. Only for functions whose written arrays overlap no other argument."""
+
+    def define_pipelines(self):
+        self.state.flags.noalias = True
+        return super().define_pipelines()
 
 
 @intrinsic

@@ -1,7 +1,7 @@
 """Golden sources: the generated kernel module's functions (setup, chunk, finish) of one operator
-per template (and a sparse driver), compared line by line with files under ``golden/``. A change
-of a skeleton shows up here as a readable diff; ``FUSEDML_UPDATE_GOLDEN=1`` rewrites the files
-after such a change."""
+per template (the last of an expression's operators; and a sparse driver), compared line by line
+with files under ``golden/``. A change of a skeleton shows up here as a readable diff;
+``FUSEDML_UPDATE_GOLDEN=1`` rewrites the files after such a change."""
 
 import os
 from pathlib import Path
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fusedml.datasets.bodies import kmeans_step
 
 import fusedml as fm
 from fusedml.codegen.spec import kernel_spec
@@ -34,12 +35,14 @@ def _cases():
         "row_mmchain": (x.T @ (w * (x @ v)), "fuse_all"),
         "outer_csr_loss": (fm.sum(wm * (um @ vm.T) ** 2), "fuse_all"),
         "outer_dense_skipping_zeros": (fm.sum(dm * (um @ vm.T) ** 2), "fuse_all"),
+        # a Row body with its own vectors, scattering into a CSR input's columns (a noalias body)
+        "row_csr_kmeans_step": (list(kmeans_step(s, fm.matrix(X[:3]))), "cost_based"),
     }
 
 
 def kernel_function(expr, mode) -> str:
     with fm.config(compile_s=0.0, dispatch_s=0.0):
-        (op,) = fm.explain(expr, fusion=mode).operators
+        op = fm.explain(expr, fusion=mode).operators[-1]
     source = kernel_spec(op.cplan).build().source()
     return source[source.index("def setup(") :]
 
