@@ -48,6 +48,7 @@ class _Outer:
         self.sparse = spec.sparse
         self.literals = Literals()
         self.setup, self.src, self.finish = Source(), Source(), Source()  # src: the chunk
+        self.helpers: list[str] = []  # module-level source setup calls
         root = self.root
         if self.kind is OutputKind.COL_PRODUCT:  # (Y).T @ L: the transpose of the cell values Y
             self.value = root.inputs[0].inputs[0]
@@ -89,6 +90,7 @@ class _Outer:
         if bound is None:
             return []
         self.setup(1, f"skip_zeros = int({bound} < {bounds.SKIP_BELOW!r})")
+        self.helpers.append(bounds.HELPERS)
         return ["if skip_zeros and av == 0.0:", "    continue"]
 
     def skip_bound(self) -> str | None:
@@ -102,14 +104,14 @@ class _Outer:
         if not summed or value.op is not Op.MUL or main not in value.inputs:
             return None
         h = value.inputs[1] if value.inputs[0] is main else value.inputs[0]
-        sides = self.params[1:]
-        if main in Dag([h]).nodes or not all(p.scalar or self.dense(p) for p in sides):
+        nodes, sides = Dag([h]).nodes, self.params[1:]
+        if main in nodes or not all(p.scalar or self.dense(p) for p in sides):
             return None
         for k, p in enumerate(sides):
             self.setup(1, f"bound{k} = _absmax({p.name})")
         of = {p.node: f"bound{k}" for k, p in enumerate(sides)}
         leaves = {}
-        for n in Dag([h]).nodes:
+        for n in nodes:
             if outer_product(n):
                 u, v, _ = outer_factors(n)
                 rank = f"float({_ncols(self.param[u])})"
@@ -184,8 +186,7 @@ class _Outer:
         self.per_cell(src, result)
         self.combine()
         body = self.spec.cplan.body
-        helpers = [bounds.HELPERS] if any("skip_zeros" in line for line in self.setup.lines) else []
-        return module(self.params, self.literals, body, self.setup, src, self.finish, helpers)
+        return module(self.params, self.literals, body, self.setup, src, self.finish, self.helpers)
 
 
 def outer_kernel(spec) -> Kernel:

@@ -169,7 +169,7 @@ def _overhead_findings(fits: list[Row]) -> list[str]:
         f"**Gen's optimization** (tracing, rewrites, exploration, selection, code generation) "
         f"as a share of one fit's time: {_percent(opt)}.",
         f"**Gen's cold first fit** (a new process, empty kernel cache) over Base's first fit: "
-        f"{_ratios([gen / base for gen, base in firsts])}, within {COLD_BOUND}x + {COLD_SLACK_S} s "
+        f"{_spread([gen / base for gen, base in firsts])}, within {COLD_BOUND}x + {COLD_SLACK_S} s "
         f"in {within} of {len(firsts)} fits; its kernels took "
         f"{sum(g['compile_s'] for g in compiled):.1f} s of compile "
         f"({sum(g.get('kernels_compiled', 0) for g in compiled)} kernels).",
@@ -207,13 +207,6 @@ def _cold_firsts(fits: list[Row]) -> list[tuple[float, float]]:
         if gen.get("first_s") and base.get("first_s"):
             out.append((gen["first_s"], base["first_s"]))
     return out
-
-
-def _ratios(values: list[float]) -> str:
-    if not values:
-        return "no runs"
-    return (f"median {statistics.median(values):.2f}x, "
-            f"{min(values):.2f}x to {max(values):.2f}x")  # fmt: skip
 
 
 def _percent(values: list[float]) -> str:
