@@ -108,19 +108,16 @@ def pack(words: list[int]) -> np.ndarray:
     return np.array(words, dtype=np.int64)
 
 
-WORDS = "frame_words"  # the chunk function's name for the frame's words
-
-
-def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = WORDS) -> list[str]:
-    """Source lines binding each name to its value, read from the frame's words ``frame``."""
+def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = "frame") -> list[str]:
+    """Source lines binding each name to its value, read from the frame at address ``frame``."""
     lines: list[str] = []
     at = 0
     for name, kind in zip(names, kinds, strict=True):
         if kind == "i":
-            lines.append(f"{name} = {frame}[{at}]")
+            lines.append(f"{name} = native.word({frame}, {at})")
             at += 1
         elif kind == "f":
-            lines.append(f"{name} = native.as_float({frame}[{at}])")
+            lines.append(f"{name} = native.float_word({frame}, {at})")
             at += 1
         elif isinstance(kind[0], str):
             view, at = _view(kind, frame, at)
@@ -134,21 +131,6 @@ def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = WORDS) -> li
     return lines
 
 
-def words_of(kinds: Sequence[Any]) -> int:
-    """How many words values of these kinds take."""
-    count = 0
-    for kind in kinds:
-        if kind in ("i", "f"):
-            count += 1
-        elif isinstance(kind[0], str):
-            count += 1 + kind[1]
-        else:
-            count += sum(1 + part[1] for part in kind)
-    return count
-
-
 def _view(kind: tuple[str, int], frame: str, at: int) -> tuple[str, int]:
     dtype, ndim = kind
-    dims = [f"{frame}[{at + 1 + d}]" for d in range(ndim)]
-    shape = dims[0] if ndim == 1 else f"({', '.join(dims)})"
-    return f"numba.carray(native.pointer({frame}[{at}]), {shape}, np.{dtype})", at + 1 + ndim
+    return f"native.array({frame}, {at}, {ndim}, np.{dtype})", at + 1 + ndim

@@ -149,10 +149,7 @@ class Kernel:
         if kinds is None:
             header = [f"    # {', '.join(self.reads)} read from the frame"]
         else:
-            count = frame.words_of(kinds)
-            words = f"numba.carray(native.pointer(frame), {count}, np.int64)"
-            header = [f"    {frame.WORDS} = {words}"]
-            header += ["    " + line for line in frame.unpack(self.reads, kinds)]
+            header = ["    " + line for line in frame.unpack(self.reads, kinds)]
         if not self.scatters:
             chunk = ["@numba.njit(**_JIT)", "def chunk(c, frame):", *header, *self.chunk,
                      "    return 1"]  # fmt: skip
