@@ -10,20 +10,21 @@ from fusedml.codegen import frame
 
 
 def _reader(names, kinds, arrays):
-    """A compiled ``read(frame, ints, floats, strides, *outs)`` that copies every value it reads
-    from the frame into the outputs: ints and floats into two vectors, each array into its own
-    output and its strides, one after the other, into ``strides``."""
+    """A compiled ``read(frame, ints, floats, fields, firsts)`` that stores what it reads from the
+    frame: ints and floats into two vectors; of each array (expression, rank) its data address,
+    shape and strides one after the other into ``fields``, and its first element into ``firsts``."""
     body = [f"    {line}" for line in frame.unpack(names, kinds)]
     ints = [n for n, k in zip(names, kinds, strict=True) if k == "i"]
     floats = [n for n, k in zip(names, kinds, strict=True) if k == "f"]
     body += [f"    ints[{i}] = {n}" for i, n in enumerate(ints)]
     body += [f"    floats[{i}] = {n}" for i, n in enumerate(floats)]
-    body += [f"    out{i}[...] = {a}" for i, a in enumerate(arrays)]
     body += ["    at = 0"]
-    for a in arrays:
-        body += [f"    for s in {a}.strides:", "        strides[at] = s", "        at += 1"]
-    outs = ", ".join(f"out{i}" for i in range(len(arrays)))
-    source = "\n".join([f"def read(frame, ints, floats, strides, {outs}):", *body, "    return 0"])
+    for i, (a, ndim) in enumerate(arrays):
+        body += [f"    fields[at] = {a}.ctypes.data", "    at += 1"]
+        for attr in ("shape", "strides"):
+            body += [f"    for s in {a}.{attr}:", "        fields[at] = s", "        at += 1"]
+        body += [f"    if {a}.size:", f"        firsts[{i}] = {a}[{', '.join(['0'] * ndim)}]"]
+    source = "\n".join(["def read(frame, ints, floats, fields, firsts):", *body, "    return 0"])
     scope = {"native": native, "np": np}
     exec(source, scope)
     return numba.njit(scope["read"])
@@ -31,7 +32,6 @@ def _reader(names, kinds, arrays):
 
 def test_every_value_reads_back_as_it_was_packed():
     rng = np.random.default_rng(0)
-    grid = rng.standard_normal((5, 7))
     values = {
         "count": 123_456_789_012,
         "neg": -3,
@@ -42,38 +42,41 @@ def test_every_value_reads_back_as_it_was_packed():
         "inf": -np.inf,
         "flag": np.True_,
         "vector": rng.standard_normal(11),
-        "matrix": grid[:, ::2],  # not contiguous: read through a copy
+        "matrix": rng.standard_normal((5, 7))[:, ::2],  # not contiguous: read through a copy
         "cube": rng.standard_normal((2, 3, 4)),
         "empty": np.empty((0, 4)),
-        "indices": np.arange(9, dtype=np.int32)[::-1].copy(),
-        "mask": rng.standard_normal(6) > 0,
-        "codes": np.arange(10, dtype=np.uint8).reshape(2, 5),
-        "parts": (rng.standard_normal(3), np.arange(4, dtype=np.int64)),
+        "indices": np.arange(9, dtype=np.int32)[::-1] - 4,
+        "mask": np.array([False, True, True]),
+        "codes": np.arange(200, 210, dtype=np.uint8).reshape(2, 5),
+        "parts": (rng.standard_normal(3), np.arange(-2, 2, dtype=np.int64)),
     }
     names = list(values)
     kinds, words, copies = frame.describe(list(values.values()))
-    arrays, wanted = [], []  # each array read: its expression in the reader, its value
+    arrays, wanted = [], []  # each array read: (its expression in the reader, rank), its value
     for name, value in values.items():
-        if isinstance(value, tuple):
-            arrays += [f"{name}[{p}]" for p in range(len(value))]
-            wanted += list(value)
-        elif isinstance(value, np.ndarray):
-            arrays.append(name)
-            wanted.append(value)
-    outs = [np.zeros_like(w) for w in wanted]
+        parts = value if isinstance(value, tuple) else (value,)
+        for p, part in enumerate(parts):
+            if isinstance(part, np.ndarray):
+                where = f"{name}[{p}]" if isinstance(value, tuple) else name
+                arrays.append((where, part.ndim))
+                wanted.append(part)
     ints, floats = np.zeros(3, dtype=np.int64), np.zeros(5)
-    strides = np.zeros(sum(w.ndim for w in wanted), dtype=np.int64)
+    fields = np.zeros(sum(1 + 2 * w.ndim for w in wanted), dtype=np.int64)
+    firsts = np.zeros(len(wanted))
     packed = frame.pack(words)
-    _reader(names, kinds, arrays)(frame.address(packed), ints, floats, strides, *outs)
+    _reader(names, kinds, arrays)(frame.address(packed), ints, floats, fields, firsts)
+
     assert ints.tolist() == [123_456_789_012, -3, 1]
     want_floats = np.array([-0.0, 1e300, -1e-300, np.nan, -np.inf])
     assert floats.tobytes() == want_floats.tobytes()  # -0.0 and NaN's bits too
-    for got, want in zip(outs, wanted, strict=True):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_array_equal(got, want)
-    # C order (numpy's own strides for an empty array are arbitrary)
-    want_strides = [
-        w.itemsize * int(np.prod(w.shape[d + 1 :])) for w in wanted for d in range(w.ndim)
-    ]
-    assert strides.tolist() == want_strides
-    assert len(copies) == 1  # the strided matrix
+    (copy,) = copies  # of the strided matrix, which the frame holds instead
+    want_fields, want_firsts = [], []
+    for w in wanted:
+        read = copy if w is values["matrix"] else w
+        want_fields.append(frame.address(read))
+        want_fields += list(w.shape)
+        # C order (numpy's own strides for an empty array are arbitrary)
+        want_fields += [w.itemsize * int(np.prod(w.shape[d + 1 :])) for d in range(w.ndim)]
+        want_firsts.append(float(w.flat[0]) if w.size else 0.0)
+    assert fields.tolist() == want_fields
+    assert firsts.tolist() == want_firsts  # each array read as its own dtype
