@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils, compiler, errors
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
+from numba.np.arrayobj import np_cfarray
 
 _I64 = ir.IntType(64)
 
@@ -91,16 +91,10 @@ def array(typingctx, frame, at, ndim, dtype):
 
     def codegen(context, builder, signature, args):
         words = [_load(builder, args[0], k + d, _I64) for d in range(nd + 1)]
-        item = context.get_data_type(dtype.dtype)
-        itemsize = ir.Constant(_I64, context.get_abi_sizeof(item))
-        strides = [itemsize]
-        for size in reversed(words[2:]):
-            strides.insert(0, builder.mul(strides[0], size))
-        view = make_array(kind)(context, builder)
-        data = builder.inttoptr(words[0], item.as_pointer())
-        populate_array(view, data=data, shape=words[1:], strides=strides, itemsize=itemsize,
-                       meminfo=None)  # fmt: skip
-        return view._getvalue()
+        shape = types.UniTuple(types.intp, nd)
+        view = (builder.inttoptr(words[0], cgutils.voidptr_t),
+                context.make_tuple(builder, shape, words[1:]))  # fmt: skip
+        return np_cfarray(context, builder, kind(types.voidptr, shape), view)  # numba.carray's
 
     return kind(types.int64, at, ndim, dtype), codegen
 
