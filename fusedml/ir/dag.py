@@ -40,7 +40,7 @@ def row_product_operands(nodes: Iterable[Node]) -> set[Node]:
 class Dag:
     """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
 
-    __slots__ = ("consumers", "index", "leaves", "nodes", "roots")
+    __slots__ = ("consumers", "index", "leaves", "memo", "nodes", "roots")
 
     def __init__(self, roots: Iterable[Node]) -> None:
         self.roots: tuple[Node, ...] = tuple(roots)
@@ -53,6 +53,7 @@ class Dag:
                 consumers[child].append(node)
         self.consumers = consumers
         self.leaves: tuple[Node, ...] = tuple(n for n in self.nodes if n.op is Op.DATA)
+        self.memo: dict[str, object] = {}  # what a consumer derives from the DAG once
 
     def __len__(self) -> int:
         return len(self.nodes)

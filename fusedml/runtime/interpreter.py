@@ -11,7 +11,10 @@ need no compile:
   factors' rows they pair (numpy, in slices of ``SLICE`` entries);
 - other operators over a dense main input run the reference over row blocks of ``BLOCK_CELLS``
   cells of it, whose intermediates stay in cache, and the blocks' partials are combined by the
-  outputs' kinds (as a row-block backend's are): KMeans' step on 1M x 10, 325 -> 94 ms.
+  outputs' kinds (as a row-block backend's are): KMeans' step on 1M x 10, 325 -> 94 ms. A block
+  is at least ``NODE_CELLS`` cells per node of the body on average: each node costs a few
+  microseconds of dispatch per block, and a body of column vectors (GLM's) over small blocks
+  spent more on that than on numpy's work.
 
 Everything else (CSR and compressed main inputs, whose operations are sparse already; small
 inputs) runs through the reference as it is.
@@ -36,11 +39,12 @@ from fusedml.fusion.templates import TemplateType, outer_product
 from fusedml.ir.build import placeholder, rebuild
 from fusedml.ir.dag import Dag
 from fusedml.ir.node import Meta, Node
-from fusedml.ir.ops import ANNIHILATING_OPERANDS, ELEMENTWISE, Op, apply_elementwise
+from fusedml.ir.ops import ANNIHILATING_OPERANDS, ELEMENTWISE, LEAF, Op, apply_elementwise
 from fusedml.runtime import fused
 from fusedml.runtime.reference import Value, evaluate_node, silenced
 
 BLOCK_CELLS = 1 << 17  # cells of the main input per row block: 1 MB of float64
+NODE_CELLS = 1 << 16  # cells a node of the body computes per row block, at least (on average)
 SLICE = 1 << 16  # stored entries per slice of an Outer operator's row-wise dot products
 
 
@@ -61,7 +65,7 @@ def run(op: FusedOp, inputs: Sequence[Value], spec: KernelSpec, backend) -> list
             except Unsupported:
                 pass
         return backend.reference(op, inputs)
-    rows = max(1, BLOCK_CELLS // max(main.shape[1], 1))
+    rows = _block_rows(op, main.shape)
     if Format.of(main) is not Format.DENSE or main.shape[0] <= 2 * rows:
         return backend.reference(op, inputs)  # CSR operations are scipy's, row by row already
 
@@ -76,6 +80,16 @@ def run(op: FusedOp, inputs: Sequence[Value], spec: KernelSpec, backend) -> list
     blocks = [one(start) for start in range(0, main.shape[0], rows)]
     _stats.bump("interim_in_row_blocks")
     return fused.results(op, blocks)
+
+
+def _block_rows(op: FusedOp, shape: tuple[int, int]) -> int:
+    """Rows per block: ``BLOCK_CELLS`` cells of the main input, or more where the body's
+    row-aligned nodes are narrow (``NODE_CELLS``)."""
+    widths = [
+        n.shape[1] for n in op.cplan.body.nodes if n.op not in LEAF and n.shape[:1] == shape[:1]
+    ]
+    narrow = NODE_CELLS * len(widths) // max(sum(widths), 1)
+    return max(1, BLOCK_CELLS // max(shape[1], 1), narrow)
 
 
 _bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -17,6 +17,7 @@ by (node, cut edges below it) across all cut sets of a search.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -108,11 +109,21 @@ class PlanSpace:
             for child in node.inputs:
                 below |= self.below.get(child, 0)
             self.below[node] = below
+        self._clear()
+
+    def _clear(self) -> None:
         self._inner: dict[tuple, _Option | None] = {}
         self._operator: dict[tuple, Candidate | None] = {}
         self._steps: dict[tuple, frozenset] = {}
         self._cover: dict[tuple, frozenset[Node]] = {}
         self._candidates: dict[tuple, Candidate] = {}
+
+    def with_lone(self, lone: Callable[[Candidate], bool] | None) -> PlanSpace:
+        """This space under another ``lone`` policy: the index shared, the choice caches new."""
+        space = copy.copy(self)
+        space.lone = lone
+        space._clear()
+        return space
 
     def mask(self, edges: Iterable[Edge]) -> int:
         mask = 0

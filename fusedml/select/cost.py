@@ -245,7 +245,7 @@ class CostModel:
     def _rates(self, n: Node) -> tuple[float, float, float]:
         return self._parallel if all_cores(n) else self._numpy
 
-    def compile_seconds(self, op: Candidate) -> float:
+    def compile_seconds(self, op: Candidate | None) -> float:
         """Every fused operator pays its amortized compile: at selection time its kernel's
         identity (the CPlan key) is not known yet, so the model assumes a plan-cache miss."""
         return self.c.compile_s / max(self.c.compile_amortization_calls, 1.0)
@@ -317,6 +317,13 @@ class CostModel:
 
     def selection(self, sel: Selection) -> float:
         return self.steps([*sel.operators, *sel.unfused])
+
+    def plan_floor(self, scope: ScopeBound, unfused: Iterable[Node]) -> float:
+        """No plan of the scope costs less: one with a fused operator does its work
+        (``lower_bound``) and pays at least one compile; one without runs at least the nodes
+        ``unfused`` one at a time."""
+        with_operator = self.lower_bound(scope) + self.compile_seconds(None)
+        return min(with_operator, self.steps(unfused))
 
     def lower_bound(self, scope: ScopeBound, extra_bytes: float = 0.0) -> float:
         """No plan of the scope costs less: every output and every extra materialized

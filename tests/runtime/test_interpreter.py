@@ -25,6 +25,7 @@ def interim(monkeypatch, tmp_path):
     in memory by earlier tests), and blocks of a few cells, so that the tests' small inputs are
     split."""
     monkeypatch.setattr(interpreter, "BLOCK_CELLS", 1)  # one row per block
+    monkeypatch.setattr(interpreter, "NODE_CELLS", 1)
     monkeypatch.setattr(cache, "_memory", {})
     for name in [n for n in sys.modules if n.startswith("fusedml_kernel_")]:
         monkeypatch.delitem(sys.modules, name)

@@ -94,40 +94,61 @@ def test_search_finds_the_exhaustive_optimum(name, rows):
     assert search.stats.plans_costed <= 60, search.stats
 
 
-def test_every_estimator_body_is_planned_as_by_the_exhaustive_search(monkeypatch):
-    """Local search on the estimators' own bodies (GLM-probit's Hessian body: 13 points) ends
-    at the exhaustive search's cost, with a few dozen plans costed instead of thousands."""
+def _glm_probit_memos(monkeypatch, field: str) -> list:
+    """The memo tables and cost models of GLM-probit's iteration bodies, as its fit plans them;
+    ``field``: a cost field set to its own value (the same costs), different per caller, so that
+    no plan cached by another test is reused."""
     from fusedml.algorithms import GLM
 
     rng = np.random.default_rng(1)
     X, y = rng.standard_normal((3_000, 6)), (rng.random(3_000) < 0.5).astype(float)
-    found: dict[str, list] = {"local": [], "exhaustive": []}
-    search = policies.search_cut
-    into = []  # the list the current fit's searches go to
+    memos = []
+    real = policies.cost_based
 
     def recorded(memo, model):
-        cut, s = search(memo, model)
-        cost = model.selection(Planner(s.space, cut).build(memo.dag.roots))
-        into[-1].append((cost, s.stats.plans_costed))
-        return cut, s
+        memos.append((memo, model))
+        return real(memo, model)
 
-    monkeypatch.setattr(policies, "search_cut", recorded)
+    monkeypatch.setitem(policies.POLICIES, "cost_based", recorded)
     constants = pipeline.cost_model().c
-    # each fit sets a cost field to its own value: the same costs, but no plan cached by another
-    # test (or by the other fit) is reused
-    for mode, threshold, field in (
-        ("local", policies.LOCAL_SEARCH_FROM, "dask_task_s"),
-        ("exhaustive", 100, "dask_round_trip_s"),
-    ):
-        monkeypatch.setattr(policies, "LOCAL_SEARCH_FROM", threshold)
-        into.append(found[mode])
-        with fm.config(codegen=False, **{field: getattr(constants, field)}):
-            GLM(family="binomial", link="probit", max_iter=2, tol=0.0).fit(X, y)
-    pairs = list(zip(found["local"], found["exhaustive"], strict=True))
-    assert max(e[1] for _, e in pairs) > 1_000  # the space the local search avoids
-    for local, exhaustive in pairs:
-        assert local[0] == pytest.approx(exhaustive[0], rel=1e-12)
-        assert local[1] <= 60
+    with fm.config(codegen=False, **{field: getattr(constants, field)}):
+        GLM(family="binomial", link="probit", max_iter=2, tol=0.0).fit(X, y)
+    monkeypatch.setitem(policies.POLICIES, "cost_based", real)
+    assert len(memos) >= 5
+    return memos
+
+
+def test_every_estimator_body_is_planned_as_by_the_exhaustive_search(monkeypatch):
+    """Local search on the estimators' own bodies (GLM-probit's Hessian body: 13 points) ends
+    at the exhaustive search's cost, with a few dozen plans costed instead of thousands."""
+    totals, local_from = [], policies.LOCAL_SEARCH_FROM
+    for memo, model in _glm_probit_memos(monkeypatch, "dask_task_s"):
+        found = {}
+        for threshold in (local_from, 100):
+            monkeypatch.setattr(policies, "LOCAL_SEARCH_FROM", threshold)
+            cut, s = search_cut(memo, model)
+            found[threshold] = (model.selection(Planner(s.space, cut).build(memo.dag.roots)), s)
+        (local, s_local), (exhaustive, s_exhaustive) = found.values()
+        assert local == pytest.approx(exhaustive, rel=1e-12)
+        assert s_local.stats.plans_costed <= 60
+        totals.append(s_exhaustive.stats.plans_total)
+    assert max(totals) > 1_000  # the space the local search avoids
+
+
+def test_a_plan_at_the_floor_ends_the_search(monkeypatch):
+    """GLM-probit's bodies: fused whole, a seed plan costs what no plan can undercut
+    (``plan_floor``), and the cost-based policy returns it after costing the two seeds, at the
+    cost the full search reaches."""
+    for memo, model in _glm_probit_memos(monkeypatch, "dask_round_trip_s"):
+        quick = policies.cost_based(memo, model)
+        with monkeypatch.context() as m:
+            m.setattr(policies, "plan_floor", lambda *args: 0.0)  # never reached: full search
+            full = policies.cost_based(memo, model)
+        assert quick.cost_s == pytest.approx(full.cost_s, rel=1e-9)
+        if len(memo.dag.nodes) > 50:
+            assert quick.stats.plans_costed == 2 < full.stats.plans_costed
+        dag = memo.dag
+        assert policies.plan_floor(model, dag.nodes, dag.roots) <= full.cost_s * (1 + 1e-9)
 
 
 def test_lower_bound_prunes_when_materializing_is_expensive():
