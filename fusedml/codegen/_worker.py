@@ -1,4 +1,5 @@
-"""The compile worker process (``python -m fusedml.codegen._worker``; see ``compiler.py``).
+"""The compile worker process (run by ``compiler.py``, at idle priority from its first
+instruction).
 
 Reads pickled jobs ``(id, cache_dir, module name, source, signature)`` from stdin until it
 closes, compiles each kernel into the disk cache, and answers ``(id, error, seconds, compiled)``
@@ -19,11 +20,6 @@ import time
 def main() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt answers
-    with contextlib.suppress(OSError):
-        os.nice(19)  # the parent's operators run meanwhile: they come first
-    with contextlib.suppress(AttributeError, OSError):
-        # and it runs only on a core they leave idle (nice 19 still took a share of a busy one)
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     from fusedml._config import config
     from fusedml.codegen.cache import load_module
     from fusedml.codegen.compiler import compile_now

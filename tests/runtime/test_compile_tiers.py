@@ -2,6 +2,9 @@
 the background worker, reference interpreter while waiting or with compiles off), the results
 are the reference's."""
 
+import os
+import time
+
 import numpy as np
 import pytest
 from fusedml.algorithms import GLM, L2SVM
@@ -75,6 +78,27 @@ def test_background_runs_the_reference_then_the_workers_kernel(tmp_path, fresh_s
     expected = np.sum(np.exp(np.minimum(X, Y)) * np.sign(Y) + X * 0.25, axis=0)
     np.testing.assert_allclose(first, expected, rtol=1e-13)
     np.testing.assert_allclose(second, first, rtol=1e-13)
+
+
+@pytest.mark.skipif(
+    not (hasattr(os, "SCHED_IDLE") and os.path.exists("/proc/self/maps")), reason="Linux only"
+)
+def test_the_worker_is_idle_before_it_imports_anything_heavy():
+    """The worker's imports (a second of CPU) never compete with the caller: by the time numpy
+    is mapped into it, it runs at idle priority."""
+    worker = compiler._Worker()
+    pid, deadline = worker.proc.pid, time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            with open(f"/proc/{pid}/maps") as f:
+                loaded = "numpy" in f.read()
+            if loaded:  # the policy read after the maps: it held when numpy was mapped, or later
+                assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+                return
+            time.sleep(0.001)
+        pytest.fail("the worker never imported numpy")
+    finally:
+        worker.close()
 
 
 @pytest.mark.parametrize(
