@@ -231,6 +231,13 @@ def _fill_row(buf, data, indices, indptr, row):
         hit = f"{n}_at < {n}_end and np.uint64({n}_indices[{n}_at]) == {col}"
         return [*advance, f"{n}_v = {n}_data[{n}_at] if {hit} else 0.0"]
 
+    def cursor_parts(self, p: Param) -> tuple[str, str, str, str]:
+        """Source of the row cursor's (entries left, column, value, position) (``merge_start``),
+        for a visit of the columns several rows all store."""
+        n = p.name
+        col = f"np.uint64({n}_indices[{n}_at])"
+        return f"{n}_at < {n}_end", col, f"{n}_data[{n}_at]", f"{n}_at"
+
     def union_next(self, p: Param, col: str) -> list[str]:
         """``col`` lowered to the column of the row's next stored entry (a union of rows visits
         the least of its inputs' next columns)."""

@@ -1,7 +1,7 @@
-"""Cell and MAgg kernels over several CSR inputs of one shape read them by column cursors: a
-sparse-safe body walks the driver's entries and merges the others (skipping where a factor is
-zero), a sum that is zero only where all of them are walks the union of their rows. Both give the
-reference interpreter's numbers, with stored zeros, empty rows and special values stored."""
+"""Cell and MAgg kernels over several CSR inputs of one shape read them by column cursors: a sum
+that is zero wherever one factor is visits the columns all of them store (a k-way merge), a sum
+that is zero only where all of them are walks the union of their rows. Both give the reference
+interpreter's numbers, with stored zeros, empty rows and special values stored."""
 
 import re
 
@@ -46,6 +46,7 @@ def test_csr_inputs_read_by_column_cursors(name, special):
         source = kernel_spec(op.cplan).build().source()
         got = fm.evaluate(expr, fusion="cost_based")
     assert ("while True:" in source) == union and re.search(r"b\d_at < b\d_end", source)
+    assert ("j = max(" in source) != union  # the k-way merge
     want = fm.evaluate(expr, fusion="none")
     for g, w in zip(np.atleast_1d(got), np.atleast_1d(want), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, equal_nan=True)
