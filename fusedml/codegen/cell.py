@@ -101,7 +101,7 @@ class _Cell:
 
     def intersection_visit(self) -> tuple[list[str], list[str]]:
         """(loop header, lines starting one visit) of the k-way merge (``intersected``): ``j``
-        the common column, ``av``/``p`` the driver's value and position, ``{name}_v`` the rest."""
+        the common column, ``av`` the driver's value, ``{name}_v`` the others'."""
         cursors = [self.main, *self.merged_inputs]
         parts = [p.operand.cursor_parts(p) for p in cursors]
         cols = [col for _, col, _, _ in parts]
@@ -111,7 +111,6 @@ class _Cell:
         lines.append("    continue")
         names = ["av", *(f"{p.name}_v" for p in self.merged_inputs)]
         lines += [f"{name} = {value}" for name, (_, _, value, _) in zip(names, parts, strict=True)]
-        lines.append(f"p = {parts[0][3]}")
         lines += [f"{at} += np.uint64(1)" for _, _, _, at in parts]
         return ["while " + " and ".join(more for more, _, _, _ in parts) + ":"], lines
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusedml.cplan.cplan import CPlan
-from fusedml.ir.dag import Dag
+from fusedml.ir.dag import Dag, last_uses
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 
@@ -108,16 +108,7 @@ class Plan:
     def releases(self) -> tuple[tuple[Node, ...], ...]:
         """Per step of ``schedule``: the values no later step reads and no root is, freed once
         the step has run (computed once per plan, not per run)."""
-        last: dict[Node, int] = {}
-        for k, step in enumerate(self.schedule):
-            for node in step.inputs:
-                last[node] = k
-        keep = set(self.dag.roots)
-        freed: list[list[Node]] = [[] for _ in self.schedule]
-        for node, k in last.items():
-            if node not in keep:
-                freed[k].append(node)
-        return tuple(map(tuple, freed))
+        return last_uses(self.schedule, self.dag.roots)
 
     @functools.cached_property
     def unfused_steps(self) -> int:

@@ -37,6 +37,21 @@ def row_product_operands(nodes: Iterable[Node]) -> set[Node]:
     return {n.inputs[1] for n in nodes if n.op is Op.MATMUL and n.inputs[0].op is not Op.TRANSPOSE}
 
 
+def last_uses(steps: Iterable, keep: Iterable[Node]) -> tuple[tuple[Node, ...], ...]:
+    """Per step (anything with ``inputs``), in order: the inputs no later step reads, except those
+    in ``keep``; what can be freed once the step has run."""
+    last: dict[Node, int] = {}
+    for k, step in enumerate(steps):
+        for node in step.inputs:
+            last[node] = k
+    keep = set(keep)
+    freed: list[list[Node]] = [[] for _ in range(len(steps))]
+    for node, k in last.items():
+        if node not in keep:
+            freed[k].append(node)
+    return tuple(map(tuple, freed))
+
+
 class Dag:
     """The expression DAG of one evaluation: ``roots`` in output order (duplicates allowed)."""
 

@@ -24,7 +24,7 @@ from fusedml._config import get_config
 from fusedml._errors import KernelFallbackWarning
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Collection, Format
-from fusedml.ir.dag import Dag
+from fusedml.ir.dag import Dag, last_uses
 from fusedml.ir.node import Node
 from fusedml.ir.ops import Op
 from fusedml.runtime import fused, hand, interpreter
@@ -206,11 +206,8 @@ def evaluate_dag(dag: Dag, values: dict[Node, Value], backend: LocalBackend) -> 
             if node.op is Op.DATA:
                 raise BindingError(f"no value bound to input {node.attr('name')!r}")
             args = [values[i] for i in node.inputs]
-            if direct and run is not None and plain(args):
-                value = run(*args)
-                if type(value) is not np.ndarray or value.shape != node.shape:
-                    check_result(node, value)
-            else:
+            value = run_plain(run, node, args) if direct else None
+            if value is None:
                 value = backend.run_node(node, args)
                 check_result(node, value)
             values[node] = value
@@ -219,20 +216,26 @@ def evaluate_dag(dag: Dag, values: dict[Node, Value], backend: LocalBackend) -> 
     return [values[r] for r in dag.roots]
 
 
+def run_plain(run: Any, node: Node, args: list[Value]) -> Value | None:
+    """``node``'s value by its plain runner ``run`` (``plain_runner``) if there is one and the
+    arguments are plain numpy values; None if not."""
+    if run is None or not plain(args):
+        return None
+    value = run(*args)
+    if type(value) is not np.ndarray or value.shape != node.shape:
+        check_result(node, value)  # an ndarray of the right shape is DENSE: nothing to check
+    return value
+
+
 def _program(dag: Dag) -> list[tuple[Node, Any, tuple[Node, ...]]]:
     """Per node of ``dag`` in order: its plain runner (or None) and the inputs it is the last
     consumer of (roots are kept)."""
     program = dag.memo.get("program")
     if program is None:
-        last = {child: node for node in dag.nodes for child in node.inputs}
-        keep = set(dag.roots)
-        freed: dict[Node, list[Node]] = {}
-        for child, node in last.items():
-            if child not in keep:
-                freed.setdefault(node, []).append(child)
-        program = dag.memo["program"] = [
-            (n, plain_runner(n), tuple(freed.get(n, ()))) for n in dag.nodes
-        ]
+        freed = last_uses(dag.nodes, dag.roots)
+        program = dag.memo["program"] = list(
+            zip(dag.nodes, map(plain_runner, dag.nodes), freed, strict=True)
+        )
     return program
 
 

@@ -8,8 +8,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from fusedml import _stats
 from fusedml.cplan.plan import FusedOp, Plan
 from fusedml.ir.dag import Dag
@@ -21,9 +19,10 @@ from fusedml.runtime.backend import (
     backend_for,
     check_result,
     current_backend,
+    run_plain,
 )
 from fusedml.runtime.backend import evaluate_dag as _evaluate_dag
-from fusedml.runtime.reference import Value, plain, plain_runner, silenced
+from fusedml.runtime.reference import Value, plain_runner, silenced
 
 __all__ = ["BindingError", "evaluate_dag", "execute", "to_user"]
 
@@ -68,12 +67,9 @@ def _runners(plan: Plan, backend: LocalBackend) -> tuple[Any, ...]:
 
 def _run_plain(run: Any, step: Node, values: dict[Node, Value]) -> bool:
     """Runs ``step`` by ``run`` if its arguments are plain numpy values; False if not."""
-    args = [values[i] for i in step.inputs]
-    if not plain(args):
+    value = run_plain(run, step, [values[i] for i in step.inputs])
+    if value is None:
         return False
-    value = run(*args)
-    if type(value) is not np.ndarray or value.shape != step.shape:
-        check_result(step, value)  # an ndarray of the right shape is DENSE: nothing to check
     values[step] = value
     return True
 
