@@ -93,11 +93,11 @@ def test_adding_zero_is_not_simplified_but_adding_negative_zero_is():
     assert Op.SUB in ops(X - -0.0)
 
 
-def _outer_inputs(factor_value, product_value):
-    """A dense W, 2% non-zero, with factors U, V and a product operand R holding one special
-    value each (None: none)."""
+def _outer_inputs(factor_value, product_value, density):
+    """A dense W, ``density`` non-zero, with factors U, V and a product operand R holding one
+    special value each (None: none)."""
     rng = np.random.default_rng(3)
-    W = sp.random(300, 280, density=0.02, format="csr", random_state=1).toarray()
+    W = sp.random(300, 280, density=density, format="csr", random_state=1).toarray()
     W[7, :] = W[:, 5] = 0.0  # a row and a column W reads only as 0
     U, V, R = rng.normal(size=(300, 4)), rng.normal(size=(280, 4)), rng.normal(size=(280, 3))
     if factor_value is not None:
@@ -109,8 +109,11 @@ def _outer_inputs(factor_value, product_value):
 
 @pytest.mark.parametrize("factor_value", [None, np.inf, np.nan, 1e200, -1e155])
 @pytest.mark.parametrize("product_value", [None, np.inf])
-def test_an_outer_driver_skips_its_zeros_only_where_they_add_nothing(factor_value, product_value):
-    W, U, V, R = _outer_inputs(factor_value, product_value)
+@pytest.mark.parametrize("density", [0.02, 0.9])  # zeros gathered away, or every cell visited
+def test_an_outer_driver_skips_its_zeros_only_where_they_add_nothing(
+    factor_value, product_value, density
+):
+    W, U, V, R = _outer_inputs(factor_value, product_value, density)
     w, u, v, r = map(fm.matrix, (W, U, V, R))
     with np.errstate(all="ignore"):  # numpy cell by cell: 0 * inf is NaN in every sum
         Y = W * (U @ V.T)

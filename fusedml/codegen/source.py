@@ -116,6 +116,7 @@ class Kernel:
     finish: list[str]  # finish's statements (one level deep), ending with a return
     literal_positions: list[int]  # body.nodes index of the literal passed as c0, c1, ...
     helpers: list[str] = field(default_factory=list)  # module-level source, before the functions
+    noalias: bool = False  # its body is compiled apart, arrays marked noalias (see ``source``)
 
     @functools.cached_property
     def state(self) -> list[str]:
@@ -150,7 +151,7 @@ class Kernel:
             header = [f"    # {', '.join(self.reads)} read from the frame"]
         else:
             header = ["    " + line for line in frame.unpack(self.reads, kinds)]
-        if not self.scatters:
+        if not (self.noalias or self.scatters):
             chunk = ["@numba.njit(**_JIT)", "def chunk(c, frame):", *header, *self.chunk,
                      "    return 1"]  # fmt: skip
             return self._assemble(["\n".join(chunk)])
@@ -206,16 +207,17 @@ def dedent(lines: Iterable[str], levels: int = 1) -> list[str]:
 
 def module(
     params: list[Param], literals: Literals, body, setup: Source, chunk: Source,
-    finish: Source, helpers: Sequence[str] = (),
+    finish: Source, helpers: Sequence[str] = (), noalias: bool = False,
 ) -> Kernel:  # fmt: skip
     """The kernel from its functions' statements: ``setup`` and ``finish`` one level deep, the
     chunk's two (as inside the loop over chunks they were written for); each operand's helpers
-    are added once."""
+    are added once. ``noalias``: the chunk writes no array another one may overlap."""
     operand_helpers = list(dict.fromkeys(p.operand.helpers for p in params if p.operand.helpers))
     return Kernel(
         args=arguments(params, literals), setup=list(setup.lines),
         chunk=dedent(chunk.lines), finish=list(finish.lines),
         literal_positions=literals.positions(body), helpers=[*operand_helpers, *helpers],
+        noalias=noalias,
     )  # fmt: skip
 
 
