@@ -26,7 +26,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fusedml.fusion.templates import TemplateType
+from fusedml.fusion.templates import TemplateType, outer_product
 from fusedml.ir.dag import row_product_operands
 from fusedml.ir.node import Node
 from fusedml.ir.ops import AGGREGATE, ELEMENTWISE, FLOPS_PER_AGGREGATED_CELL, FLOPS_PER_CELL, Op
@@ -327,11 +327,11 @@ class CostModel:
 
     def lower_bound(self, scope: ScopeBound, extra_bytes: float = 0.0) -> float:
         """No plan of the scope costs less: every output and every extra materialized
-        intermediate is written once; inputs, intermediates read back and all computation happen at
-        least at the sparsest driver's density; one dispatch. (A sum of maxima >= the maximum of
-        sums.)"""
+        intermediate is written once; inputs and intermediates read back are read at least at the
+        sparsest driver's density, and the computation is charged at least its ``flops_scale``;
+        one dispatch. (A sum of maxima >= the maximum of sums.)"""
         read = (scope.read_bytes + extra_bytes) * scope.density
-        write, flops = scope.write_bytes + extra_bytes, scope.flops * scope.density
+        write, flops = scope.write_bytes + extra_bytes, scope.flops * scope.flops_scale
         return self._seconds(write, read, flops, self._fastest)
 
 
@@ -343,15 +343,28 @@ class ScopeBound:
     write_bytes: float  # the outputs every plan writes
     flops: float
     density: float  # the sparsest sparse-layout node's density (1.0 if none)
+    # the least share of ``flops`` a plan may be charged: the model scales a node's flops only
+    # in an Outer operator over a sparse driver (its density) and over a compressed matrix's
+    # distinct values (values / cells); ``node_flops`` already counts a CSR node's non-zeros
+    flops_scale: float = 1.0
 
     @classmethod
     def of(cls, nodes: Iterable[Node], external: Iterable[Node], outputs: Iterable[Node]):
-        nodes = list(nodes)
+        nodes, external = list(nodes), list(external)
         density = min((n.meta.sparsity for n in nodes if _nonzeros_only(n)), default=1.0)
+        every = nodes + external
+        scale = 1.0
+        if any(outer_product(n) for n in nodes):
+            scale = min((n.meta.sparsity for n in every if _nonzeros_only(n)), default=1.0)
+        for n in every:
+            stored = _stored(n)
+            if stored is not None:
+                scale = min(scale, stored[1] / max(n.meta.cells, 1))
         return cls(
             sum(node_bytes(i) for i in external),
             sum(node_bytes(o) for o in outputs),
             # transposes and column ranges may cost nothing (views, or read in place by operators)
             sum(node_flops(n) for n in nodes if n.op not in (Op.TRANSPOSE, Op.COLS)),
             density,
+            scale,
         )

@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from fusedml.datasets.bodies import BODIES
 from hypothesis import given, settings
 
@@ -94,14 +95,16 @@ def test_search_finds_the_exhaustive_optimum(name, rows):
     assert search.stats.plans_costed <= 60, search.stats
 
 
-def _glm_probit_memos(monkeypatch, field: str) -> list:
-    """The memo tables and cost models of GLM-probit's iteration bodies, as its fit plans them;
-    ``field``: a cost field set to its own value (the same costs), different per caller, so that
-    no plan cached by another test is reused."""
+def _glm_probit_memos(monkeypatch, field: str, csr: bool = False) -> list:
+    """The memo tables and cost models of GLM-probit's iteration bodies, as its fit plans them
+    (X dense, or CSR with 70% zeros); ``field``: a cost field set to its own value (the same
+    costs), different per caller, so that no plan cached by another test is reused."""
     from fusedml.algorithms import GLM
 
     rng = np.random.default_rng(1)
     X, y = rng.standard_normal((3_000, 6)), (rng.random(3_000) < 0.5).astype(float)
+    if csr:
+        X = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
     memos = []
     real = policies.cost_based
 
@@ -135,11 +138,13 @@ def test_every_estimator_body_is_planned_as_by_the_exhaustive_search(monkeypatch
     assert max(totals) > 1_000  # the space the local search avoids
 
 
-def test_a_plan_at_the_floor_ends_the_search(monkeypatch):
+@pytest.mark.parametrize("csr", [False, True])
+def test_a_plan_at_the_floor_ends_the_search(monkeypatch, csr):
     """GLM-probit's bodies: fused whole, a seed plan costs what no plan can undercut
     (``plan_floor``), and the cost-based policy returns it after costing the two seeds, at the
     cost the full search reaches."""
-    for memo, model in _glm_probit_memos(monkeypatch, "dask_round_trip_s"):
+    field = "network_bytes_per_s" if csr else "dask_round_trip_s"
+    for memo, model in _glm_probit_memos(monkeypatch, field, csr):
         quick = policies.cost_based(memo, model)
         with monkeypatch.context() as m:
             m.setattr(policies, "plan_floor", lambda *args: 0.0)  # never reached: full search
