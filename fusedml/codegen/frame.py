@@ -5,9 +5,9 @@ launcher (``runtime/launch.py``) runs any kernel's chunks on the shared threads 
 compiling a parallel loop per kernel. Its values (the row and column counts, the operands'
 arrays, the literals, what ``setup`` allocated) travel in the frame:
 
-- an int is one word; a float is one word holding its bits;
+- an int or a bool is one word; a float is one word holding its bits;
 - a C-contiguous array is its address and then its shape (one word per dimension);
-- a tuple of arrays is its arrays, one after the other.
+- a tuple is its items, one after the other.
 
 ``describe`` gives each value's *kind* (the chunk function's source depends on the kinds: numba
 specializes on the arrays' dtypes and dimensions) and the words; ``unpack`` renders the lines that
@@ -77,16 +77,35 @@ def describe(values: Sequence[Any]) -> tuple[tuple, list[int], list[np.ndarray]]
             kinds.append("i")
             words.append(v)
         elif t is tuple:
-            kinds.append(tuple(_array(a, words, copies) for a in v))
-        elif isinstance(v, _INTS):
-            kinds.append("i")
-            words.append(int(v))
-        elif isinstance(v, _FLOATS) or (t is np.ndarray and v.dtype.kind == "f"):
-            kinds.append("f")  # a 0-d float array too
-            words.append(float_word(float(v)))
+            kinds.append(_tuple(v, words, copies))
         else:
-            raise TypeError(f"a kernel cannot read a value of type {t.__name__}")
+            kinds.append(_scalar(v, words))
     return tuple(kinds), words, copies
+
+
+def _scalar(v: Any, words: list[int]) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        words.append(int(v))
+        return "b"
+    if isinstance(v, _INTS):
+        words.append(int(v))
+        return "i"
+    if isinstance(v, _FLOATS) or (type(v) is np.ndarray and v.dtype.kind == "f"):
+        words.append(float_word(float(v)))  # a 0-d float array too
+        return "f"
+    raise TypeError(f"a kernel cannot read a value of type {type(v).__name__}")
+
+
+def _tuple(items: tuple, words: list[int], copies: list[np.ndarray]) -> tuple:
+    kinds: list = []
+    for v in items:
+        if type(v) is np.ndarray and v.ndim:
+            kinds.append(_array(v, words, copies))
+        elif type(v) is tuple:
+            kinds.append(_tuple(v, words, copies))
+        else:
+            kinds.append(_scalar(v, words))
+    return tuple(kinds)
 
 
 def _array(a: np.ndarray, words: list[int], copies: list[np.ndarray]) -> tuple[str, int]:
@@ -113,22 +132,27 @@ def unpack(names: Sequence[str], kinds: Sequence[Any], frame: str = "frame") -> 
     lines: list[str] = []
     at = 0
     for name, kind in zip(names, kinds, strict=True):
-        if kind == "i":
-            lines.append(f"{name} = native.word({frame}, {at})")
-            at += 1
-        elif kind == "f":
-            lines.append(f"{name} = native.float_word({frame}, {at})")
-            at += 1
-        elif isinstance(kind[0], str):
-            view, at = _view(kind, frame, at)
-            lines.append(f"{name} = {view}")
-        else:  # a tuple of arrays
-            views = []
-            for part in kind:
-                view, at = _view(part, frame, at)
-                views.append(view)
-            lines.append(f"{name} = ({', '.join(views)},)")
+        value, at = _value(kind, frame, at)
+        lines.append(f"{name} = {value}")
     return lines
+
+
+def _value(kind: Any, frame: str, at: int) -> tuple[str, int]:
+    """The source reading a value of ``kind`` from the frame's words at ``at`` on, and the
+    position after it."""
+    if kind == "i":
+        return f"native.word({frame}, {at})", at + 1
+    if kind == "b":
+        return f"native.word({frame}, {at}) != 0", at + 1
+    if kind == "f":
+        return f"native.float_word({frame}, {at})", at + 1
+    if isinstance(kind[1], int):  # an array: (dtype name, ndim)
+        return _view(kind, frame, at)
+    items = []
+    for part in kind:
+        item, at = _value(part, frame, at)
+        items.append(item)
+    return f"({', '.join(items)},)", at
 
 
 def _view(kind: tuple[str, int], frame: str, at: int) -> tuple[str, int]:

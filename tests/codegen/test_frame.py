@@ -1,6 +1,6 @@
 """The frame: what ``frame.describe`` packs, the lines ``frame.unpack`` renders read back, bit
 for bit, in a compiled function (ints, special floats, arrays of every dtype and rank kernels
-read, empty and non-contiguous ones, tuples of arrays)."""
+read, empty and non-contiguous ones, tuples of arrays and scalars)."""
 
 import numba
 import numpy as np
@@ -14,8 +14,9 @@ def _reader(names, kinds, arrays):
     frame: ints and floats into two vectors; of each array (expression, rank) its data address,
     shape and strides one after the other into ``fields``, and its first element into ``firsts``."""
     body = [f"    {line}" for line in frame.unpack(names, kinds)]
-    ints = [n for n, k in zip(names, kinds, strict=True) if k == "i"]
-    floats = [n for n, k in zip(names, kinds, strict=True) if k == "f"]
+    scalars = list(_scalars(names, kinds))
+    ints = [n for n, k in scalars if k in ("i", "b")]  # a bool stored as 0 or 1
+    floats = [n for n, k in scalars if k == "f"]
     body += [f"    ints[{i}] = {n}" for i, n in enumerate(ints)]
     body += [f"    floats[{i}] = {n}" for i, n in enumerate(floats)]
     body += ["    at = 0"]
@@ -28,6 +29,15 @@ def _reader(names, kinds, arrays):
     scope = {"native": native, "np": np}
     exec(source, scope)
     return numba.njit(scope["read"])
+
+
+def _scalars(names, kinds):
+    """(expression, kind) of every int, bool and float, tuples' items included."""
+    for name, kind in zip(names, kinds, strict=True):
+        if isinstance(kind, str):
+            yield name, kind
+        elif not isinstance(kind[1], int):  # a tuple, not an array
+            yield from _scalars([f"{name}[{p}]" for p in range(len(kind))], kind)
 
 
 def test_every_value_reads_back_as_it_was_packed():
@@ -49,6 +59,7 @@ def test_every_value_reads_back_as_it_was_packed():
         "mask": np.array([False, True, True]),
         "codes": np.arange(200, 210, dtype=np.uint8).reshape(2, 5),
         "parts": (rng.standard_normal(3), np.arange(-2, 2, dtype=np.int64)),
+        "operand": (np.ones((2, 2)), 7, False, 2.5),
     }
     names = list(values)
     kinds, words, copies = frame.describe(list(values.values()))
@@ -60,14 +71,15 @@ def test_every_value_reads_back_as_it_was_packed():
                 where = f"{name}[{p}]" if isinstance(value, tuple) else name
                 arrays.append((where, part.ndim))
                 wanted.append(part)
-    ints, floats = np.zeros(3, dtype=np.int64), np.zeros(5)
+    ints, floats = np.zeros(5, dtype=np.int64), np.zeros(6)
     fields = np.zeros(sum(1 + 2 * w.ndim for w in wanted), dtype=np.int64)
     firsts = np.zeros(len(wanted))
     packed = frame.pack(words)
     _reader(names, kinds, arrays)(frame.address(packed), ints, floats, fields, firsts)
 
-    assert ints.tolist() == [123_456_789_012, -3, 1]
-    want_floats = np.array([-0.0, 1e300, -1e-300, np.nan, -np.inf])
+    assert ints.tolist() == [123_456_789_012, -3, 1, 7, 0]
+    assert kinds[names.index("flag")] == "b"
+    want_floats = np.array([-0.0, 1e300, -1e-300, np.nan, -np.inf, 2.5])
     assert floats.tobytes() == want_floats.tobytes()  # -0.0 and NaN's bits too
     (copy,) = copies  # of the strided matrix, which the frame holds instead
     want_fields, want_firsts = [], []

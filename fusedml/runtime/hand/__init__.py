@@ -7,7 +7,7 @@ The kernel modules are imported through the content-addressed kernel cache (as g
 are), keyed by their source *and* what they are compiled with (``_common.py``,
 ``fusedml.codegen.cellops``, the numba flags): numba's own ``cache=True`` keys a function by its
 own file only, so an edited helper would otherwise leave stale machine code behind. Each module
-is loaded on first use.
+is loaded on first use; its kernels run on the chunk launcher (``_launch.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from fusedml import _stats
 from fusedml.codegen.cache import load_module
 from fusedml.codegen.cellops import SOURCE_DIGEST
-from fusedml.codegen.chunking import PARALLEL_JIT
+from fusedml.codegen.chunking import JIT
 from fusedml.ir.node import Node
 
 # operator name -> (kernel module, function)
@@ -44,6 +44,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _modules: dict[str, ModuleType] = {}
+_names: dict[str, str] = {}  # loaded module's name -> its kernel module's ("cellwise")
 _lock = threading.Lock()
 
 
@@ -57,13 +58,21 @@ def _module(name: str) -> ModuleType:
         module = _modules.get(name)
         if module is None:
             helpers = hashlib.sha256(_read("_common").encode()).hexdigest()
-            stamp = (
-                f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, "
-                f"jit {PARALLEL_JIT}"
-            )
+            stamp = f"# helpers: _common.py sha256 {helpers}, cellops {SOURCE_DIGEST}, jit {JIT}"
             source = f"{_read(name)}\n{stamp}\n"
             module = _modules[name] = load_module(source)
+            _names[module.__name__] = name
         return module
+
+
+def kernel_body(module: str, function: str) -> Callable[..., Any]:
+    """The numba function ``function`` of the kernel module ``module`` (``"cellwise"``)."""
+    return getattr(_module(module), function)
+
+
+def module_name(loaded: str) -> str:
+    """The kernel module (``"cellwise"``) a loaded module's name stands for."""
+    return _names[loaded]
 
 
 def operator(name: str) -> Callable[..., Any]:

@@ -1,12 +1,12 @@
 """Shared pieces of the hand-written kernels: numba options, row chunks, operand access.
 
-Conventions (the same as the generated skeletons, so the comparison is fair): ``prange`` over a
-fixed number of row chunks with partials combined in chunk order (results do not depend on the
-thread count), ``error_model="numpy"``, and fastmath reassociation only for the accumulations
-across cells: each cell's arithmetic goes through ``fusedml.codegen.cellops`` (``f.``), which no
-fast-math flag reaches, so NaN, inf and signed zeros come out as numpy's. A CSR operand's zero
-(stored or implicit) annihilates in products and as a numerator, exactly as in the reference
-interpreter.
+Conventions (the same as the generated skeletons, so the comparison is fair): a serial body of
+one row chunk, run on the chunk launcher (``_launch.py``) over a fixed number of chunks, with
+partials combined in chunk order (results do not depend on the thread count),
+``error_model="numpy"``, and fastmath reassociation only for the accumulations across cells:
+each cell's arithmetic goes through ``fusedml.codegen.cellops`` (``f.``), which no fast-math
+flag reaches, so NaN, inf and signed zeros come out as numpy's. A CSR operand's zero (stored or
+implicit) annihilates in products and as a numerator, exactly as in the reference interpreter.
 
 An *operand* is a matrix the kernel reads at arbitrary ``(i, j)``: the tuple
 ``(dense, data, indices, indptr, is_csr)``, unused parts empty, so one compiled kernel serves
@@ -20,11 +20,18 @@ import numpy as np
 import scipy.sparse as sp
 
 import fusedml.codegen.cellops as f
-from fusedml.codegen.chunking import CHUNKS, partial_chunks  # noqa: F401  (the kernels')
-from fusedml.codegen.chunking import PARALLEL_JIT as JIT  # noqa: F401  (the kernels')
+from fusedml._native import NoAliasCompiler
+from fusedml.codegen.chunking import CHUNKS, JIT, partial_chunks  # noqa: F401  (the kernels')
 from fusedml.runtime import threads as _threads  # noqa: F401  (threading layer, idle policy)
 
 INLINE = dict(inline="always", error_model="numpy")
+# A kernel body: called by its reader only (``_launch.py``); it writes only arrays its caller
+# allocated for it, so no array it is given overlaps one it writes. It allocates nothing, so it
+# needs no reference counting: with it, each read of an operand tuple's array counted references
+# in the innermost loop (tak+* over three CSR operands ran 2.5-3x slower).
+BODY = dict(
+    JIT, pipeline_class=NoAliasCompiler, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False
+)
 
 _EMPTY2 = np.zeros((0, 0))
 _EMPTY1 = np.zeros(0)
@@ -72,6 +79,24 @@ def get(o, i, j):
     if o[4]:
         return csr_get(o[1], o[2], o[3], i, j)
     return o[0][i, j]
+
+
+@numba.njit(**INLINE)
+def row_start(o, i):
+    """A merge cursor into row ``i`` of a CSR operand (0 for a dense one)."""
+    return o[3][i] if o[4] else 0
+
+
+@numba.njit(**INLINE)
+def merged(o, i, j, q):
+    """``get(o, i, j)`` and the cursor after it, for columns ``j`` visited in increasing order
+    along row ``i`` (a CSR operand's cursor only moves forward: no search)."""
+    if not o[4]:
+        return o[0][i, j], q
+    end = o[3][i + 1]
+    while q < end and o[2][q] < j:
+        q += 1
+    return (o[1][q] if q < end and o[2][q] == j else 0.0), q
 
 
 @numba.njit(**INLINE)

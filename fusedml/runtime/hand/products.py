@@ -8,59 +8,47 @@ from __future__ import annotations
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import prange
 from scipy.linalg import blas
 
-from fusedml.runtime.hand._common import JIT, bounds, column, dense, f, partial_chunks
+from fusedml.runtime.hand._common import BODY, bounds, column, dense, f, partial_chunks
+from fusedml.runtime.hand._launch import run
 
 MMCHAIN = {"XtXv": 0, "XtwXv": 1, "XtXv-y": 2}
 
 
-@numba.njit(**JIT)
-def _mmchain_dense(X, v, w, y, variant, chunks):
+@numba.njit(**BODY)
+def _mmchain_dense(c, chunks, X, v, w, y, variant, parts):
     m, n = X.shape
-    parts = np.zeros((chunks, n))
-    for c in prange(chunks):
-        lo, hi = bounds(c, m, chunks)
-        acc = parts[c]
-        for i in range(lo, hi):
-            q = 0.0
-            for j in range(n):
-                q += f.mul(X[i, j], v[j])
-            if variant == 1:
-                q = f.mul(w[i], q)
-            elif variant == 2:
-                q = f.sub(q, y[i])
-            for j in range(n):
-                acc[j] += f.mul(X[i, j], q)
-    out = np.zeros(n)
-    for c in range(chunks):
-        out += parts[c]
-    return out
+    lo, hi = bounds(c, m, chunks)
+    acc = parts[c]
+    for i in range(lo, hi):
+        q = 0.0
+        for j in range(n):
+            q += f.mul(X[i, j], v[j])
+        if variant == 1:
+            q = f.mul(w[i], q)
+        elif variant == 2:
+            q = f.sub(q, y[i])
+        for j in range(n):
+            acc[j] += f.mul(X[i, j], q)
 
 
-@numba.njit(**JIT)
-def _mmchain_sparse(data, indices, indptr, m, n, v, w, y, variant, chunks):
-    parts = np.zeros((chunks, n))
-    for c in prange(chunks):
-        lo, hi = bounds(c, m, chunks)
-        acc = parts[c]
-        for i in range(lo, hi):
-            q = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                if data[p] != 0.0:  # CSR zeros annihilate (also against inf in v)
-                    q += f.mul(data[p], v[indices[p]])
-            if variant == 1:
-                q = f.mul(w[i], q)
-            elif variant == 2:
-                q = f.sub(q, y[i])
-            for p in range(indptr[i], indptr[i + 1]):
-                if data[p] != 0.0:
-                    acc[indices[p]] += f.mul(data[p], q)
-    out = np.zeros(n)
-    for c in range(chunks):
-        out += parts[c]
-    return out
+@numba.njit(**BODY)
+def _mmchain_sparse(c, chunks, data, indices, indptr, m, v, w, y, variant, parts):
+    lo, hi = bounds(c, m, chunks)
+    acc = parts[c]
+    for i in range(lo, hi):
+        q = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            if data[p] != 0.0:  # CSR zeros annihilate (also against inf in v)
+                q += f.mul(data[p], v[indices[p]])
+        if variant == 1:
+            q = f.mul(w[i], q)
+        elif variant == 2:
+            q = f.sub(q, y[i])
+        for p in range(indptr[i], indptr[i + 1]):
+            if data[p] != 0.0:
+                acc[indices[p]] += f.mul(data[p], q)
 
 
 def mmchain(variant: str, x, v, third=None):
@@ -70,36 +58,28 @@ def mmchain(variant: str, x, v, third=None):
     w = column(third) if code == 1 else np.zeros(0)
     y = column(third) if code == 2 else np.zeros(0)
     chunks = partial_chunks(n)
+    parts = np.zeros((chunks, n))
     if sp.issparse(x):
-        out = _mmchain_sparse(x.data, x.indices, x.indptr, m, n, v, w, y, code, chunks)
+        run(_mmchain_sparse, chunks, x.data, x.indices, x.indptr, m, v, w, y, code, parts)
     else:
-        out = _mmchain_dense(dense(x), v, w, y, code, chunks)
-    return out.reshape(n, 1)
+        run(_mmchain_dense, chunks, dense(x), v, w, y, code, parts)
+    return np.add.reduce(parts, axis=0).reshape(n, 1)  # in chunk order
 
 
-@numba.njit(**JIT)
-def _tsmm_sparse(data, indices, indptr, m, n, chunks):
-    parts = np.zeros((chunks, n, n))
-    for c in prange(chunks):
-        lo, hi = bounds(c, m, chunks)
-        acc = parts[c]
-        for i in range(lo, hi):
-            start, end = indptr[i], indptr[i + 1]
-            for p in range(start, end):
-                a = data[p]
-                if a == 0.0:
-                    continue
-                ja = indices[p]
-                for q in range(p, end):  # sorted indices: the upper triangle only
-                    if data[q] != 0.0:
-                        acc[ja, indices[q]] += f.mul(a, data[q])
-    out = np.zeros((n, n))
-    for c in range(chunks):
-        out += parts[c]
-    for a in range(n):
-        for b in range(a):
-            out[a, b] = out[b, a]
-    return out
+@numba.njit(**BODY)
+def _tsmm_sparse(c, chunks, data, indices, indptr, m, parts):
+    lo, hi = bounds(c, m, chunks)
+    acc = parts[c]
+    for i in range(lo, hi):
+        start, end = indptr[i], indptr[i + 1]
+        for p in range(start, end):
+            a = data[p]
+            if a == 0.0:
+                continue
+            ja = indices[p]
+            for q in range(p, end):  # sorted indices: the upper triangle only
+                if data[q] != 0.0:
+                    acc[ja, indices[q]] += f.mul(a, data[q])
 
 
 def tsmm(variant: str, x):
@@ -108,7 +88,12 @@ def tsmm(variant: str, x):
         if variant == "right":
             x = x.T.tocsr()
         m, n = x.shape
-        out = _tsmm_sparse(x.data, x.indices, x.indptr, m, n, partial_chunks(n * n))
+        chunks = partial_chunks(n * n)
+        parts = np.zeros((chunks, n, n))
+        run(_tsmm_sparse, chunks, x.data, x.indices, x.indptr, m, parts)
+        out = np.add.reduce(parts, axis=0)  # in chunk order
+        lower = np.tril_indices(n, -1)
+        out[lower] = out.T[lower]
         return sp.csr_array(out)
     x = dense(x)
     size = x.shape[1] if variant == "left" else x.shape[0]
