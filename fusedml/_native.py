@@ -19,7 +19,6 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils, compiler, errors
 from numba.extending import intrinsic
-from numba.np.arrayobj import np_cfarray
 
 _I64 = ir.IntType(64)
 
@@ -91,12 +90,41 @@ def array(typingctx, frame, at, ndim, dtype):
 
     def codegen(context, builder, signature, args):
         words = [_load(builder, args[0], k + d, _I64) for d in range(nd + 1)]
-        shape = types.UniTuple(types.intp, nd)
-        view = (builder.inttoptr(words[0], cgutils.voidptr_t),
-                context.make_tuple(builder, shape, words[1:]))  # fmt: skip
-        return np_cfarray(context, builder, kind(types.voidptr, shape), view)  # numba.carray's
+        return _array_value(context, builder, kind, words[0], words[1:])
 
     return kind(types.int64, at, ndim, dtype), codegen
+
+
+def _array_value(context, builder, kind, address, shape) -> ir.Value:
+    """A C-contiguous array of ``kind`` over the memory at ``address`` (owned by no one), its
+    fields inserted into the struct directly: numba's own ``carray`` builds it through a stack
+    slot and a proxy object, several times the Python work per array (a kernel reads up to a few
+    dozen)."""
+    model = context.data_model_manager[kind]
+    itemsize = context.get_abi_sizeof(context.get_data_type(kind.dtype))
+    strides = [ir.Constant(_I64, itemsize)]
+    for extent in reversed(shape[1:]):
+        strides.insert(0, builder.mul(strides[0], extent))
+    nitems = shape[0]
+    for extent in shape[1:]:
+        nitems = builder.mul(nitems, extent)
+    struct = model.get_value_type()
+    fields = {
+        "nitems": nitems,
+        "itemsize": ir.Constant(_I64, itemsize),
+        "data": builder.inttoptr(address, context.get_data_type(kind.dtype).as_pointer()),
+    }
+    value = ir.Constant(struct, ir.Undefined)
+    for position, name in enumerate(model._fields):
+        if name in ("meminfo", "parent"):  # none: the memory is not numba's, nor an object's
+            value = builder.insert_value(value, ir.Constant(struct.elements[position], None),
+                                         position)  # fmt: skip
+        elif name in fields:
+            value = builder.insert_value(value, fields[name], position)
+        else:  # shape, strides: one word per dimension
+            for d, word in enumerate(shape if name == "shape" else strides):
+                value = builder.insert_value(value, word, [position, d])
+    return value
 
 
 @intrinsic
