@@ -3,6 +3,7 @@ with Base, a mode that disagrees is reported as such, Ctrl-C keeps what is done,
 explain`` shows an experiment's plan."""
 
 import csv
+import dataclasses
 import json
 import math
 
@@ -187,3 +188,15 @@ def test_a_mode_that_cannot_run_a_case_is_reported_as_skipped(tmp_path):
     assert all(r["agrees"] for r in outcome.records if not r["skipped"])  # against the next mode
     text = markdown(outcome.records, _meta(outcome), [], fm.FUSION_MODES)
     assert "skipped (too big)" in text
+
+
+@pytest.mark.parametrize("kind", ["micro", "fit"])
+def test_a_report_over_some_modes_only_is_written(tmp_path, kind):
+    """Without Gen (``--modes none,hand``) there is no Gen column or overhead to report, and no
+    failure either."""
+    fake = dataclasses.replace(_fake("fake"), kind=kind)
+    options = _options(tmp_path, modes=("none", "hand"))
+    outcome = run(options, {"fake": fake})
+    assert {r["mode"] for r in outcome.records} == {"none", "hand"}
+    files = write_outputs(outcome, options, "test")
+    assert (tmp_path / "report.md").exists() and len(files) >= 3

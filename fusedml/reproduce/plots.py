@@ -106,7 +106,7 @@ def _overheads(plt, fits: list[Row], folder: str) -> str:
              ("the fit itself", "#2ca02c"))  # fmt: skip
     bars, notes = [], []
     for r in fits:
-        g, base = r.modes["cost_based"], r.modes.get("none", {})
+        g, base = r.modes.get("cost_based", {}), r.modes.get("none", {})
         name = f"{r.experiment} / {r.format} / {r.data}"
         for label, prefix in (("cold", ""), ("warm", "warm_")):
             first, unit = g.get(f"{prefix}first_s"), base.get(f"{prefix}first_s")

@@ -164,7 +164,8 @@ def _overhead_findings(fits: list[Row]) -> list[str]:
     warm = _shares(fits, "warm_optimize_s", "warm_load_s")
     firsts = _cold_firsts(fits)
     within = sum(gen <= COLD_BOUND * base + COLD_SLACK_S for gen, base in firsts)
-    compiled = [r.modes["cost_based"] for r in fits if r.modes["cost_based"].get("compile_s")]
+    gens = [r.modes.get("cost_based", {}) for r in fits]
+    compiled = [g for g in gens if g.get("compile_s")]
     lines = [
         f"**Gen's optimization** (tracing, rewrites, exploration, selection, code generation) "
         f"as a share of one fit's time: {_percent(opt)}.",
