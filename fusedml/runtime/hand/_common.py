@@ -33,10 +33,10 @@ BODY = dict(
     JIT, pipeline_class=NoAliasCompiler, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False
 )
 
-_EMPTY2 = np.zeros((0, 0))
-_EMPTY1 = np.zeros(0)
-_EMPTY_INDICES = np.zeros(0, dtype=np.int32)
-_EMPTY_INDPTR = np.zeros(1, dtype=np.int32)
+EMPTY2 = np.zeros((0, 0))
+EMPTY1 = np.zeros(0)
+EMPTY_INDICES = np.zeros(0, dtype=np.int32)
+EMPTY_INDPTR = np.zeros(1, dtype=np.int32)
 
 
 def dense(value) -> np.ndarray:
@@ -45,8 +45,8 @@ def dense(value) -> np.ndarray:
 
 def operand(value) -> tuple:
     if sp.issparse(value):
-        return (_EMPTY2, value.data, value.indices, value.indptr, True)
-    return (dense(value), _EMPTY1, _EMPTY_INDICES, _EMPTY_INDPTR, False)
+        return (EMPTY2, value.data, value.indices, value.indptr, True)
+    return (dense(value), EMPTY1, EMPTY_INDICES, EMPTY_INDPTR, False)
 
 
 def column(value) -> np.ndarray:

@@ -10,6 +10,10 @@ import scipy.sparse as sp
 from fusedml.runtime.hand._common import (
     BODY,
     CHUNKS,
+    EMPTY1,
+    EMPTY2,
+    EMPTY_INDICES,
+    EMPTY_INDPTR,
     annihilates,
     bounds,
     dense,
@@ -65,12 +69,13 @@ def _flat(value) -> np.ndarray:
     return dense(value).reshape(-1)
 
 
-def _flat_map(body, *values) -> np.ndarray:
-    """``body`` over flat operands of one shape, into a fresh array of that shape."""
-    flat = [_flat(v) for v in values if not np.isscalar(v)]
+def _flat_map(body, operands: tuple, scalars: tuple = ()) -> np.ndarray:
+    """``body`` over flat operands of one shape (then the scalars), into a fresh array of that
+    shape."""
+    flat = [_flat(v) for v in operands]
     out = np.empty(flat[0].size)
-    run(body, CHUNKS, *flat, *[v for v in values if np.isscalar(v)], out)
-    return out.reshape(np.shape(values[0]))
+    run(body, CHUNKS, *flat, *scalars, out)
+    return out.reshape(np.shape(operands[0]))
 
 
 # -- tak+* ------------------------------------------------------------------------------------
@@ -224,10 +229,10 @@ def _axpy(c, chunks, X, Y, s, sign, ydata, yindices, yindptr, xdata, xindices, x
 def axpy(variant: str, x, s, y):
     sign = 1.0 if variant == "plus" else -1.0
     s = float(s)
-    e2, e1, ei, ep = np.zeros((0, 0)), np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32)
     if not (sp.issparse(x) or sp.issparse(y)):
-        return _flat_map(_flat_axpy, x, y, s, sign)
+        return _flat_map(_flat_axpy, (x, y), (s, sign))
     out = np.empty(x.shape)
+    e2, e1, ei, ep = EMPTY2, EMPTY1, EMPTY_INDICES, EMPTY_INDPTR
     if sp.issparse(y):
         args = (dense(x), e2, s, sign, y.data, y.indices, y.indptr, e1, ei, ep, 1)
     else:
@@ -259,7 +264,7 @@ def one_minus_product(variant: str, x, y):
         out = np.empty(d.shape)
         run(_one_minus_sparse, CHUNKS, d.data, d.indices, d.indptr, operand(o), out)
         return out
-    return _flat_map(_flat_one_minus, x, y)
+    return _flat_map(_flat_one_minus, (x, y))
 
 
 # -- sprop and sigmoid ------------------------------------------------------------------------
@@ -277,7 +282,7 @@ def sprop(variant: str, x):
         out = np.empty(x.data.size)
         run(_sprop_values, CHUNKS, dense(x.data), out)
         return sp.csr_array((out, x.indices, x.indptr), shape=x.shape)
-    return _flat_map(_sprop_values, x)  # x*(1-x) is 0 at 0 anyway
+    return _flat_map(_sprop_values, (x,))  # x*(1-x) is 0 at 0 anyway
 
 
 @numba.njit(**BODY)
@@ -295,4 +300,4 @@ def sigmoid_op(variant: str, x):
         out = np.empty(x.shape)
         run(_sigmoid_csr, CHUNKS, x.data, x.indices, x.indptr, out)
         return out
-    return _flat_map(_flat_sigmoid, x)
+    return _flat_map(_flat_sigmoid, (x,))
