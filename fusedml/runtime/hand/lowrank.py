@@ -10,7 +10,6 @@ import scipy.sparse as sp
 
 from fusedml.runtime.hand._common import (
     BODY,
-    CHUNKS,
     UNARY_CODES,
     bounds,
     dense,
@@ -19,15 +18,16 @@ from fusedml.runtime.hand._common import (
     get,
     operand,
     partial_chunks,
+    row_chunks,
     unary,
 )
 from fusedml.runtime.hand._launch import run
 
 
-def _summed(body, *values) -> float:
+def _summed(body, chunks: int, *values) -> float:
     """The sum of ``body``'s per-chunk partial sums (in chunk order)."""
-    parts = np.zeros(CHUNKS)
-    run(body, CHUNKS, *values, parts)
+    parts = np.zeros(chunks)
+    run(body, chunks, *values, parts)
     return float(np.add.reduce(parts))
 
 
@@ -92,22 +92,27 @@ def wsloss(variant: str, *args):
         (x, u, v), w = args, None
     u, v = dense(u), dense(v)
     m = u.shape[0]
+
+    def over(d, mode):  # the non-zeros of the CSR driver d
+        args = (d.data, d.indices, d.indptr, m, operand(x), u, v, mode)
+        return _summed(_wsloss_sparse, row_chunks(m, d.nnz), *args)
+
     if variant == "post" and sp.issparse(w):
-        return _summed(_wsloss_sparse, w.data, w.indices, w.indptr, m, operand(x), u, v, 0)
+        return over(w, 0)
     if variant == "post_nz" and sp.issparse(x):
-        return _summed(_wsloss_sparse, x.data, x.indices, x.indptr, m, operand(x), u, v, 1)
+        return over(x, 1)
     if variant == "none" and sp.issparse(x):
         # sum over all cells of (U V')^2 is sum((U'U) * (V'V)): O((m + n) k^2), not O(m n k)
         with np.errstate(all="ignore"):
             total = float(np.sum((u.T @ u) * (v.T @ v)))
-        total += _summed(_wsloss_sparse, x.data, x.indices, x.indptr, m, operand(x), u, v, 2)
+        total += over(x, 2)
         if np.isfinite(total):
             return total
         # a non-finite factor or an overflow inside the expansion (0 * inf): the cell-by-cell
         # sum decides
     mode = {"post": 0, "post_nz": 1, "none": 2}[variant]
     weights = dense(w) if mode == 0 else np.zeros((0, 0))
-    return _summed(_wsloss_dense, weights, operand(x), u, v, mode)
+    return _summed(_wsloss_dense, row_chunks(m, m * v.shape[0]), weights, operand(x), u, v, mode)
 
 
 # -- wsigmoid: W * sigmoid(+-U V'), W * log(sigmoid(+-U V')) ----------------------------------
@@ -137,7 +142,20 @@ def wsigmoid(variant: str, w, u, v):
     values, data, indices, indptr, is_csr = operand(w)
     u, v = dense(u), dense(v)
     out = np.empty(data.size if is_csr else u.shape[0] * v.shape[0])
-    run(_wsigmoid, CHUNKS, values, data, indices, indptr, is_csr, u, v, minus, log, out)
+    run(
+        _wsigmoid,
+        row_chunks(u.shape[0], out.size),
+        values,
+        data,
+        indices,
+        indptr,
+        is_csr,
+        u,
+        v,
+        minus,
+        log,
+        out,
+    )
     if is_csr:
         return sp.csr_array((out, w.indices, w.indptr), shape=w.shape)
     return out.reshape(w.shape)
@@ -184,7 +202,7 @@ def wdivmm(variant: str, w, u, v, x=None):
     u, v = dense(u), dense(v)
     (m, k), n = u.shape, v.shape[0]
     values, data, indices, indptr, is_csr = operand(w)
-    chunks = partial_chunks(n * k) if left else CHUNKS
+    chunks = partial_chunks(n * k) if left else row_chunks(m, w.nnz if is_csr else m * n)
     x_operand = operand(x if minus else np.zeros((0, 0)))
     parts = np.zeros((chunks, n, k) if left else (1, 0, k))
     right = np.zeros((0 if left else m, k))
@@ -218,7 +236,8 @@ def wcemm(variant: str, x, u, v, eps=0.0):
     # log(uv + 0.0) == log(uv) bit for bit, so "basic" is "eps" with eps = 0
     values, data, indices, indptr, is_csr = operand(x)
     u, v = dense(u), dense(v)
-    return _summed(_wcemm, values, data, indices, indptr, is_csr, u, v, float(eps))
+    chunks = row_chunks(u.shape[0], data.size if is_csr else u.shape[0] * v.shape[0])
+    return _summed(_wcemm, chunks, values, data, indices, indptr, is_csr, u, v, float(eps))
 
 
 # -- wumm: X * f(U V'), X / f(U V') -------------------------------------------------------------
@@ -246,7 +265,8 @@ def wumm(variant: str, x, u, v):
     values, data, indices, indptr, is_csr = operand(x)
     u, v = dense(u), dense(v)
     out = np.empty(data.size if is_csr else u.shape[0] * v.shape[0])
-    run(_wumm, CHUNKS, values, data, indices, indptr, is_csr, u, v, UNARY_CODES[fn],
+    chunks = row_chunks(u.shape[0], out.size)
+    run(_wumm, chunks, values, data, indices, indptr, is_csr, u, v, UNARY_CODES[fn],
         kind == "div", out)  # fmt: skip
     if is_csr:
         return sp.csr_array((out, x.indices, x.indptr), shape=x.shape)
