@@ -1,12 +1,12 @@
 """How kernels split their rows, generated and hand-written alike: in row chunks, deterministically.
 
-A kernel runs its chunks on the shared threads (generated kernels through ``runtime/launch.py``,
-hand-written ones with ``prange``); the number of row chunks is set by the input's size, never by
-the thread count, and per-chunk partials are combined in chunk order afterwards (deterministic).
-Kernels whose partial is a matrix (column aggregates, ``X.T @ Y``) use fewer chunks when it is
-wide: 64 chunks of a 10 x 1000 partial were 5 MB to zero and combine per call, 40 % of a KMeans
-step on a 20k x 1000 CSR matrix, where 16 chunks cost a quarter of that. Generated kernels over
-small inputs use fewer chunks too (``chunks_source``); hand-written kernels keep ``CHUNKS``.
+A kernel runs its chunks on the shared threads (``runtime/launch.py``); the number of row chunks
+is set by the input's size, never by the thread count, and per-chunk partials are combined in
+chunk order afterwards (deterministic). Kernels whose partial is a matrix (column aggregates,
+``X.T @ Y``) use fewer chunks when it is wide: 64 chunks of a 10 x 1000 partial were 5 MB to zero
+and combine per call, 40 % of a KMeans step on a 20k x 1000 CSR matrix, where 16 chunks cost a
+quarter of that. Kernels over small inputs use fewer chunks too (``chunks_source``, and
+``row_chunks`` for the hand-written ones).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ MIN_CHUNK_CELLS = 1 << 14
 # No ``contract`` either: a fused multiply-add would round a cell's value differently. Serial: a
 # generated kernel is one chunk's function, run in parallel by the launcher.
 JIT = dict(error_model="numpy", fastmath={"reassoc"}, cache=True)
-PARALLEL_JIT = dict(JIT, parallel=True)  # hand-written kernels: ``prange`` over their chunks
 
 
 def partial_chunks(cells: int) -> int:
