@@ -48,8 +48,9 @@ def chunk(c, frame):
 """
 
 _lock = threading.Lock()
-_readers: dict[tuple, int] = {}  # (body, kinds) -> address of its reader's chunk function
-_modules: list = []  # the readers' modules, alive as long as their machine code is in use
+# (body, kinds) -> address of its reader's chunk function (the reader's module stays alive in
+# sys.modules, where load_module puts it)
+_readers: dict[tuple, int] = {}
 
 
 def run(body: Any, chunks: int, *values: Any) -> None:
@@ -81,6 +82,5 @@ def _reader(body: Any, kinds: tuple) -> int:
         if address is None:
             module = load_module(source)
             module.chunk.compile(SIGNATURE)  # or loaded from numba's disk cache
-            _modules.append(module)
             address = _readers[(body, kinds)] = cfunc_address(module.chunk, SIGNATURE)
     return address
