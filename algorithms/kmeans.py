@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from fusedml.algorithms._base import (
     FusedEstimatorMixin,
     as_float_matrix,
@@ -30,6 +31,7 @@ from fusedml.algorithms._base import (
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted
 
 import fusedml as fm
@@ -67,6 +69,13 @@ def _weighted_lloyd_step_first(X, C, sw):
     return P.T @ (sw * X), P.T @ sw
 
 
+def _first_step(X, C, sw):
+    """The sums and (weighted) counts of the records each centroid of C is the first nearest of."""
+    if np.isscalar(sw):
+        return _lloyd_step_first(X, C)
+    return _weighted_lloyd_step_first(X, C, sw)
+
+
 def _wcss(C, sums, counts, sum_x2):
     """Centroid WCSS, sum_x2 + sum(rowMins(D)), from the step's sums: each record's share P_ij
     sits at its minimum D_ij (shared or one-hot) and P's rows sum to 1, so sum(rowMins(D)) =
@@ -80,6 +89,47 @@ def _wcss(C, sums, counts, sum_x2):
 def _nearest(X, C):
     D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
     return fm.argmax(-D, axis=1), fm.min(D, axis=1)
+
+
+@fm.jit
+def _nearest_squared_distances(X, C):
+    """Each record's first nearest centroid and its squared distance to it."""
+    D = -2 * (X @ C.T) + fm.sum(C * C, axis=1)
+    return fm.argmax(-D, axis=1), fm.sum(X * X, axis=1) + fm.min(D, axis=1)
+
+
+def _relocate_empty(X, sw, C, sums, counts):
+    """scikit-learn's relocation of emptied clusters, on a step's (weighted) sums and counts: the
+    records farthest from their nearest centroid of C, as many as clusters of no weight, are each
+    moved to one of those clusters (their old clusters give up their sums)."""
+    empty = np.flatnonzero(counts == 0)
+    labels, d2 = _nearest_squared_distances(X, C)
+    # the same selection (and order) as scikit-learn's
+    far = np.argpartition(np.asarray(d2), -len(empty))[: -len(empty) - 1 : -1]
+    for new, i in zip(empty, far, strict=True):
+        x = rows_of(X, [i])
+        x = (x if isinstance(x, np.ndarray) else x.toarray()).ravel()
+        w = 1.0 if np.isscalar(sw) else float(np.ravel(rows_of(sw, [i]))[0])
+        old = labels[i]
+        sums[old] -= x * w
+        sums[new] = x * w
+        counts[new] = w
+        counts[old] -= w
+
+
+def _mean_variance(X) -> float:
+    """The mean of X's column variances (scikit-learn's scale for its ``tol``)."""
+    if isinstance(X, np.ndarray):
+        return float(np.mean(np.var(X, axis=0)))
+    if sp.issparse(X):
+        return float(np.mean(mean_variance_axis(X, axis=0)[1]))
+    return float(np.mean(_column_variances(X)))  # compressed, Dask
+
+
+@fm.jit
+def _column_variances(X):
+    D = X - fm.mean(X, axis=0)
+    return fm.mean(D * D, axis=0)
 
 
 @fm.jit
@@ -115,8 +165,10 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
     (a RuntimeWarning if ``n_init`` asks for more); a callable ``init(X, n_clusters,
     random_state)`` returning such an array seeds each run.
 
-    ``algorithm`` (not in SystemDS): "systemds" shares a record equidistant to several centroids
-    equally among them; "lloyd" counts it for the first of them only, as scikit-learn does."""
+    ``algorithm`` (not in SystemDS): "systemds" runs SystemDS's iteration, which shares a record
+    equidistant to several centroids equally among them; "lloyd" runs scikit-learn's (module
+    docstring): ``max_iter`` then counts centroid updates and ``tol`` is scikit-learn's, a bound
+    on the centroids' squared shift relative to the mean feature variance."""
 
     def __init__(
         self,
@@ -166,26 +218,16 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         sw_column = weight_column(sw)
         X, scale = rescaled(X, 0.0)  # the centroids found on scale * X, by scale
         sum_x2 = weighted_square_sum(X, sw)
-        results = []
-        for run in range(runs):
+        starts = []
+        for _ in range(runs):
             if self.init is None:
-                C = self._seed(X, sw, rng)
+                starts.append(self._seed(X, sw, rng))
             else:
-                C = self._initial_centroids(user_X, rng) * scale
-            results.append(self._lloyd(X, sw_column, C, sum_x2, run))
-        converged = [r for r in results if r[0] == 1]
-        if not converged:
-            warnings.warn(
-                "no KMeans run converged within max_iter (or every run lost a centroid); "
-                "returning the run with the smallest WCSS",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-            converged = [r for r in results if r[0] == 2] or results
-        # runs that reach the same clustering differ in WCSS by rounding only (which depends on
-        # the fusion plan's summation order): the first of those wins, so labels do not hinge on it
-        best = min(r[1] for r in converged)
-        _, wcss, C, n_iter = next(r for r in converged if r[1] <= best + 1e-9 * abs(best))
+                starts.append(self._initial_centroids(user_X, rng) * scale)
+        if self.algorithm == "lloyd":
+            C, wcss, n_iter = self._sklearn_runs(X, sw_column, starts, sum_x2)
+        else:
+            C, wcss, n_iter = self._systemds_runs(X, sw_column, starts, sum_x2)
         labels, _ = _nearest(X, C)
         self.cluster_centers_, self.inertia_ = C / scale, wcss / scale / scale
         self.labels_, self.n_iter_ = labels, n_iter
@@ -199,6 +241,52 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
                 stacklevel=3,
             )
         return self
+
+    def _systemds_runs(self, X, sw, starts, sum_x2):
+        """(centroids, WCSS, iterations) of the best converged run, SystemDS's way."""
+        results = [self._lloyd(X, sw, C, sum_x2, run) for run, C in enumerate(starts)]
+        converged = [r for r in results if r[0] == 1]
+        if not converged:
+            warnings.warn(
+                "no KMeans run converged within max_iter (or every run lost a centroid); "
+                "returning the run with the smallest WCSS",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            converged = [r for r in results if r[0] == 2] or results
+        # runs that reach the same clustering differ in WCSS by rounding only (which depends on
+        # the fusion plan's summation order): the first of those wins, so labels do not hinge on it
+        best = min(r[1] for r in converged)
+        _, wcss, C, n_iter = next(r for r in converged if r[1] <= best + 1e-9 * abs(best))
+        return C, wcss, n_iter
+
+    def _sklearn_runs(self, X, sw, starts, sum_x2):
+        """(centroids, inertia, iterations) of the run of least inertia, scikit-learn's way."""
+        tol = self.tol * _mean_variance(X) if self.tol else 0.0
+        best = None
+        for run, C in enumerate(starts):
+            C, n_iter = self._sklearn_lloyd(X, sw, C, tol, run)
+            _, nearest = _inertia_terms(X, C, sw)
+            inertia = max(sum_x2 + float(nearest), 0.0)
+            if best is None or inertia < best[1]:
+                best = (C, inertia, n_iter)
+        return best
+
+    def _sklearn_lloyd(self, X, sw, C, tol, run):
+        """(centroids, updates) of scikit-learn's Lloyd iteration from C."""
+        for it in range(1, self.max_iter + 1):
+            sums, counts = self._step(X, C, sw)
+            sums, counts = np.array(sums, dtype=np.float64), np.array(counts).ravel()
+            if np.any(counts == 0):
+                _relocate_empty(X, sw, C, sums, counts)
+            positive = counts > 0
+            sums[positive] *= (1.0 / counts[positive])[:, None]  # as scikit-learn scales
+            shift = float(np.sum((sums - C) ** 2))
+            C = sums
+            self._log(f"run {run + 1}, iteration {it - 1}: centroid shift {shift:.10g}")
+            if shift <= tol:
+                break
+        return C, it
 
     def _runs(self) -> int:
         if self.init is None or callable(self.init) or self.n_init == 1:
@@ -273,11 +361,10 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
     def _step(self, X, C, sw):
         if self.algorithm == "systemds":
             return _lloyd_step(X, C, sw)
-        if np.isscalar(sw):
-            return _lloyd_step_first(X, C)
-        return _weighted_lloyd_step_first(X, C, sw)
+        return _first_step(X, C, sw)
 
     def _balanced_data(self, X):
+
         check_is_fitted(self)
         X = validated(self, X, reset=False)
         return _balanced(as_float_matrix(X), self.cluster_centers_)

@@ -86,17 +86,16 @@ def test_lloyd_gives_a_tie_to_the_first_center_as_sklearn():
     C0 = X[:2].copy()
     ref = sklearn.cluster.KMeans(2, init=C0, n_init=1, max_iter=1, algorithm="lloyd").fit(X)
     np.testing.assert_allclose(ref.cluster_centers_, [[1 / 3, 1 / 6], [2.0, 0.25]])
-    kwargs = {"n_clusters": 2, "init": C0, "n_init": 1, "max_iter": 2, "tol": 0.0}
-    with pytest.warns(ConvergenceWarning):
-        first = KMeans(algorithm="lloyd", **kwargs).fit(X)
-        shared = KMeans(**kwargs).fit(X)
+    kwargs = {"n_clusters": 2, "init": C0, "n_init": 1, "tol": 0.0}
+    first = KMeans(algorithm="lloyd", max_iter=1, **kwargs).fit(X)
+    with pytest.warns(ConvergenceWarning):  # SystemDS's max_iter counts centroid sets
+        shared = KMeans(max_iter=2, **kwargs).fit(X)
     np.testing.assert_allclose(first.cluster_centers_, ref.cluster_centers_, rtol=1e-15)
     np.testing.assert_allclose(shared.cluster_centers_[1], [4.5 / 2.5, 0.5 / 2.5], rtol=1e-15)
     with pytest.raises(ValueError, match="algorithm"):
         KMeans(algorithm="elkan").fit(X)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 4 iterations
 @pytest.mark.parametrize("to_format", FORMATS)
 def test_lloyd_iterates_are_sklearns_in_every_mode(to_format):
     """algorithm="lloyd" from given centers: sklearn's Lloyd iterates, unweighted and weighted,
@@ -109,12 +108,35 @@ def test_lloyd_iterates_are_sklearns_in_every_mode(to_format):
         ref = sklearn.cluster.KMeans(5, init=C0, n_init=1, max_iter=4, tol=0.0,
                                      algorithm="lloyd").fit(X, sample_weight=weights)  # fmt: skip
         for mode in ("none", "cost_based"):
-            model = KMeans(n_clusters=5, init=C0, n_init=1, max_iter=5, tol=0.0,
+            model = KMeans(n_clusters=5, init=C0, n_init=1, max_iter=4, tol=0.0,
                            algorithm="lloyd", fusion=mode)  # fmt: skip
             model.fit(to_format(X), sample_weight=weights)
             C, want = model.cluster_centers_, ref.cluster_centers_
             np.testing.assert_allclose(C, want, rtol=1e-10, atol=1e-12)  # sklearn's 0: 1e-14
             assert np.array_equal(model.labels_, ref.labels_)
+
+
+@pytest.mark.parametrize("to_format", FORMATS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lloyd_relocates_emptied_clusters_and_stops_as_sklearn(to_format, weighted):
+    """algorithm="lloyd" from a start whose centers attract no records (far away, or duplicated
+    by another): scikit-learn relocates them to the farthest records, and stops by its tol rule
+    (squared center shift against tol times the mean feature variance); the runs agree."""
+    X, _, _ = load(runs("kmeans")[0])
+    X = np.where(X > 2, X, 0.0) if to_format is csr else X
+    sw = np.random.default_rng(1).choice([0.5, 1.0, 4.0], size=len(X)) if weighted else None
+    C0 = X[[0, 10, 20, 20, 40]] + 0.01
+    C0[1] += 100.0
+    for tol, max_iter in ((0.0, 6), (1e-4, 300)):
+        ref = sklearn.cluster.KMeans(5, init=C0, n_init=1, max_iter=max_iter, tol=tol,
+                                     algorithm="lloyd").fit(X, sample_weight=sw)  # fmt: skip
+        model = KMeans(n_clusters=5, init=C0, n_init=1, max_iter=max_iter, tol=tol,
+                       algorithm="lloyd").fit(to_format(X), sample_weight=sw)  # fmt: skip
+        np.testing.assert_allclose(model.cluster_centers_, ref.cluster_centers_, rtol=1e-10,
+                                   atol=1e-12)  # fmt: skip
+        assert model.n_iter_ == ref.n_iter_
+        assert model.inertia_ == pytest.approx(ref.inertia_, rel=1e-10)
+        assert np.array_equal(model.labels_, ref.labels_)
 
 
 def test_init_errors_and_warnings():
