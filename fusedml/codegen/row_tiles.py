@@ -46,6 +46,15 @@ MAX_TILE = 256
 # step for the loop over t innermost with each column's tile row updated in memory; a run-time
 # bound on t (no unrolling) kept the tile loop scalar, 26 ms
 PRODUCT_BLOCK = 4
+# Products ``X @ B`` of a row input and a whole matrix of at least ``BLAS_MIN_COLS`` columns and
+# ``BLAS_MIN_CELLS`` cells are one BLAS call per tile (B.T times the tile's rows, transposed: the
+# K x rows layout of every tile vector), the rest of the body its epilogue on the tile while it is
+# in cache. Such bodies take any width and row count from ``BLAS_MIN_ROWS``, their tiles sized by
+# ``BLAS_TILE_CELLS`` per vector (256 KB: a tile's product and epilogue stay within L2).
+BLAS_MIN_COLS = 8
+BLAS_MIN_CELLS = 256
+BLAS_MIN_ROWS = 2_048
+BLAS_TILE_CELLS = 32_768
 # the row of tile row r, unsigned: numba then skips its negative-index wraparound on every access
 # (the tile copy of the KMeans step's 1M x 11 input took 12 ms signed, 7 ms unsigned; the whole
 # kernel 19.5-20.4 -> 14.8-15.6 ms)
@@ -83,16 +92,33 @@ def _one_per_row(node: Node) -> bool:
     return node.meta.is_scalar or node.shape[1] == 1
 
 
+def blas_product(node: Node, placeholders: set[Node]) -> bool:
+    """Whether a body node is a product computed by BLAS over each tile: a dense row input
+    times a whole matrix wide and large enough (``BLAS_MIN_COLS``, ``BLAS_MIN_CELLS``)."""
+    if node.op is not Op.MATMUL:
+        return False
+    x, b = node.inputs
+    return (
+        x in placeholders
+        and b in placeholders
+        and x.meta.rows > 1
+        and x.meta.cols > 1
+        and b.meta.cols >= BLAS_MIN_COLS
+        and b.meta.rows * b.meta.cols >= BLAS_MIN_CELLS
+    )
+
+
 def applicable(spec) -> bool:
-    """Whether a Row operator renders over tiles: a dense main input of 2 to ``MAX_WIDTH``
-    columns and at least ``TILE_MIN_ROWS`` rows, every input dense (or a scalar), and a body of
-    elementwise ops, row aggregates and products with whole matrices, one of them at least 2
-    columns wide, every vector at most ``MAX_WIDTH`` wide."""
+    """Whether a Row operator renders over tiles: a dense main input of at least 2 columns,
+    every input dense (or a scalar), and a body of elementwise ops, row aggregates and products
+    with whole matrices, one of them at least 2 columns wide. Either a product is BLAS's
+    (``blas_product``; from ``BLAS_MIN_ROWS`` rows) or the main input and every vector are at
+    most ``MAX_WIDTH`` wide (from ``TILE_MIN_ROWS`` rows)."""
     params = spec.params
     main = params[0]
     if main.operand is not DENSE or main.node.meta.format is not Format.DENSE:
         return False
-    if not 2 <= main.node.meta.cols <= MAX_WIDTH or main.node.meta.rows < TILE_MIN_ROWS:
+    if main.node.meta.cols < 2:
         return False
     for p in params:
         if p.operand is SCALAR:
@@ -107,10 +133,16 @@ def applicable(spec) -> bool:
     # kernels took 1.6x longer to compile (a GLM fit's 11 kernels: 10.5 against 6.6 s)
     if not any(n.op is Op.MATMUL and _width(n) >= 2 for n in nodes):
         return False
+    if any(blas_product(n, placeholders) for n in nodes):
+        narrow, least_rows = False, BLAS_MIN_ROWS
+    else:
+        narrow, least_rows = True, TILE_MIN_ROWS
+    if main.node.meta.rows < least_rows or (narrow and main.node.meta.cols > MAX_WIDTH):
+        return False
     for node in nodes:
         if node in placeholders or node.op is Op.CONST:
             continue
-        if _width(node) > MAX_WIDTH:
+        if narrow and _width(node) > MAX_WIDTH:
             return False
         if node.op in ELEMENTWISE:
             continue
@@ -148,6 +180,7 @@ class _TileBody:
         self.tiled: dict[Node, None] = {}  # those the body reads: copied per tile (ordered)
         self.inline: set[Node] = set()  # elementwise vectors rendered into their one reader
         self.onehot: dict[Node, str] = {}  # one-hot rows: the name of their index per tile row
+        self.blas = False  # a product is a BLAS call per tile
         for p in params:
             self._bind(p)
 
@@ -306,10 +339,25 @@ class _TileBody:
             mean = f"{s}[r] = f.div({s}[r], {float(self.width[x])})"
             self.lines += ["for r in range(rows):", f"    {mean}"]
 
+    def _blas_product(self, node: Node, width: int) -> None:
+        """Rows of X times B by BLAS: the tile's K x rows block is B.T @ X[tile rows].T."""
+        x, b = node.inputs
+        v = f"tp{len(self.alloc)}"
+        self.alloc.append(f"{v}_cells = np.empty({width * self.tile})")
+        self.lines += [f"{v} = {v}_cells[: {width} * rows].reshape(({width}, rows))",
+                       f"np.dot({self.param[b].name}.T, {self.param[x].name}[i0 : i0 + rows].T,"
+                       f" {v})"]  # fmt: skip
+        self.value[node], self.width[node] = f"{v}[{{q}}, {{r}}]", width
+        self.blas = True
+
     def _product(self, node: Node, width: int | None) -> None:
         """Rows of X times the whole matrix B: each cell sums x[t] * B[t, q] over t in order, as
         the row kernel's dot products do; here ``PRODUCT_BLOCK`` columns at a time, their sums
-        in registers, the loop along the tile's rows outermost (and vectorized)."""
+        in registers, the loop along the tile's rows outermost (and vectorized). Large enough
+        products are BLAS's (``blas_product``)."""
+        if blas_product(node, set(self.param)):
+            self._blas_product(node, width)
+            return
         x, b = node.inputs
         k = self.loop(self.width[x] or 1, x)
         b_at = self.param[b].at("t", "q" if width is not None else "0")
@@ -448,7 +496,12 @@ def tile_kernel(spec) -> Kernel:
     kept = [n for root, kind in outputs for n in _sink_nodes(root, kind)]
     nodes = Dag(kept).nodes
     widest = max(_width(n) for n in nodes if not n.meta.is_scalar)
-    tile = max(16, min(MAX_TILE, TILE_CELLS // widest))
+    placeholders = {p.node for p in params}
+    if any(blas_product(n, placeholders) for n in nodes):
+        widest = max(_width(n) for n in nodes if not n.meta.is_scalar and n not in placeholders)
+        tile = max(64, min(MAX_TILE, BLAS_TILE_CELLS // widest))
+    else:
+        tile = max(16, min(MAX_TILE, TILE_CELLS // widest))
     literals = Literals()
     tb = _TileBody(params, literals, tile)
     tb.inline_single_reads(nodes, set(kept))
@@ -474,4 +527,4 @@ def tile_kernel(spec) -> Kernel:
     src.extend(parts["end"].lines)
     finish = parts["after"]
     finish(1, f"return {', '.join(f'out{k}' for k in range(len(outputs)))}")
-    return module(params, literals, spec.cplan.body, parts["head"], src, finish)
+    return module(params, literals, spec.cplan.body, parts["head"], src, finish, blas=tb.blas)

@@ -117,6 +117,7 @@ class Kernel:
     literal_positions: list[int]  # body.nodes index of the literal passed as c0, c1, ...
     helpers: list[str] = field(default_factory=list)  # module-level source, before the functions
     noalias: bool = False  # its body is compiled apart, arrays marked noalias (see ``source``)
+    blas: bool = False  # its chunk function calls BLAS (``np.dot``): run with BLAS serial
 
     @functools.cached_property
     def state(self) -> list[str]:
@@ -207,7 +208,7 @@ def dedent(lines: Iterable[str], levels: int = 1) -> list[str]:
 
 def module(
     params: list[Param], literals: Literals, body, setup: Source, chunk: Source,
-    finish: Source, helpers: Sequence[str] = (), noalias: bool = False,
+    finish: Source, helpers: Sequence[str] = (), noalias: bool = False, blas: bool = False,
 ) -> Kernel:  # fmt: skip
     """The kernel from its functions' statements: ``setup`` and ``finish`` one level deep, the
     chunk's two (as inside the loop over chunks they were written for); each operand's helpers
@@ -217,7 +218,7 @@ def module(
         args=arguments(params, literals), setup=list(setup.lines),
         chunk=dedent(chunk.lines), finish=list(finish.lines),
         literal_positions=literals.positions(body), helpers=[*operand_helpers, *helpers],
-        noalias=noalias,
+        noalias=noalias, blas=blas,
     )  # fmt: skip
 
 

@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from fusedml.ir.node import Node
 from fusedml.ir.ops import ELEMENTWISE, UNARY, Op
 
-SKINNY_MAX_COLS = 64  # the widest skinny operand (SystemDS's isSkinnyRightHandSide: below 64)
-COLUMN_AGGREGATION_CELLS = 1 << 16  # X.T @ Y: per-chunk partials of at most 512 KB
+# The widest per-row vector of a Row operator's products (``X @ B``, and the skinny side of
+# ``X.T @ Y``). SystemDS's isSkinnyRightHandSide stops below 64; here wide products over dense
+# rows are one BLAS call per tile with the rest of the body fused after it (codegen/row_tiles.py),
+# so that KMeans' distances to a few hundred centroids are not materialized.
+SKINNY_MAX_COLS = 512
+COLUMN_AGGREGATION_CELLS = 1 << 18  # X.T @ Y: per-chunk partials of at most 2 MB
 OUTER_MIN_DIM = 256  # both dims of U @ V.T above this before the Outer template opens
 CELL_AGGREGATES = frozenset({Op.SUM, Op.MIN, Op.MAX, Op.MEAN})
 OUTER_AGGREGATES = frozenset({Op.SUM})
@@ -72,10 +76,10 @@ def row_op(n: Node) -> bool:
 
 
 def skinny_product(n: Node) -> bool:
-    """``X @ B`` with a left operand of many rows and a right one of at most 64 columns (incl.
-    vectors). Unlike SystemDS, B may have fewer rows than columns: a row of ``X @ B`` is at most
-    64 values either way, and materializing it (KMeans with more clusters than features, MLogReg
-    with more classes than features) was measured 1.1-1.9x slower at 16-64 columns."""
+    """``X @ B`` with a left operand of many rows and a right one of at most ``SKINNY_MAX_COLS``
+    columns (incl. vectors). Unlike SystemDS, B may have fewer rows than columns: materializing
+    ``X @ B`` (KMeans with more clusters than features, MLogReg with more classes than features)
+    was measured 1.1-1.9x slower at 16-64 columns."""
     if n.op is not Op.MATMUL or n.inputs[0].op is Op.TRANSPOSE:
         return False
     m, c = n.inputs[0].shape[0], n.inputs[1].shape[1]

@@ -12,6 +12,7 @@ combined partials into the outputs' values.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from fusedml.cplan.kinds import mean_count
 from fusedml.cplan.plan import FusedOp
 from fusedml.formats import Format
 from fusedml.runtime.launch import run_chunks
+from fusedml.runtime.threads import serial_scipy_blas
 
 
 class KernelNotReady(Exception):
@@ -83,7 +85,8 @@ def partials(op: FusedOp, inputs: Sequence[Any]) -> list[Any]:
     fn, address = _chunk(p, kinds)
     frame_words = frame.pack(words)
     try:
-        run_chunks(address, state[0], frame.address(frame_words))
+        with serial_scipy_blas() if p.kernel.blas else contextlib.nullcontext():
+            run_chunks(address, state[0], frame.address(frame_words))
     except Exception as exc:
         exc.add_note(f"kernel file: {kernel_file(fn)}")
         raise

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import os
 import threading
@@ -156,6 +157,57 @@ def status() -> dict[str, object]:
         "blas_calls": int(parts[0][CALLS]) if parts else 0,
         "spin_count": os.environ.get("GOMP_SPINCOUNT"),
     }
+
+
+_serial_blas = {"depth": 0, "before": 1}
+_SCIPY_THREADS = ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads")
+
+
+@functools.cache
+def _scipy_openblas_threads() -> tuple | None:
+    """(get, set) of the thread count of scipy's private OpenBLAS, the one numba's ``np.dot``
+    calls (loaded here through scipy's BLAS module, as numba loads it); None if scipy has none."""
+    import scipy
+    import scipy.linalg.cython_blas
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(scipy.__file__)))
+    folder = os.path.join(root, "scipy.libs")
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*openblas*.so*"))):
+        try:
+            dll = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+        except OSError:
+            continue
+        get, put = (getattr(dll, name, None) for name in _SCIPY_THREADS)
+        if get is not None and put is not None:
+            get.argtypes, get.restype = [], ctypes.c_int
+            put.argtypes, put.restype = [ctypes.c_int], None
+            return get, put
+    return None
+
+
+@contextlib.contextmanager
+def serial_scipy_blas() -> Iterator[None]:
+    """scipy's OpenBLAS on one thread in the block: kernels that call BLAS from their chunks
+    (``np.dot`` on a tile) already run one chunk per thread, and a threaded BLAS call inside would
+    wake two more workers per call on the same cores. Nested and concurrent blocks restore the
+    count when the last one ends."""
+    found = _scipy_openblas_threads()
+    if found is None:
+        yield
+        return
+    get, put = found
+    with _lock:
+        if _serial_blas["depth"] == 0:
+            _serial_blas["before"] = get()
+            put(1)
+        _serial_blas["depth"] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _serial_blas["depth"] -= 1
+            if _serial_blas["depth"] == 0:
+                put(_serial_blas["before"])
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 wider or sparse ones row by row, and both give the reference interpreter's numbers, over chunks
 of several tiles and a last partial tile, special values and exact ties included."""
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -20,7 +21,7 @@ def _special(X):
     X = X.copy()
     X[1, 2], X[4, 0], X[4, 1], X[7, 1] = np.nan, np.inf, -np.inf, -0.0
     X[9, :], X[10, :] = 1e300, 1e-300
-    X[ROWS - 1, 0] = np.nan  # in the last, partial tile
+    X[len(X) - 1, 0] = np.nan  # in the last, partial tile
     return X
 
 
@@ -176,3 +177,44 @@ def test_argmax_is_computed_in_the_row_kernel_as_numpy_s(cols, tiled, sparse):
         np.testing.assert_array_equal(got[0], want)
         np.testing.assert_allclose(got[1], -S.max(axis=1), rtol=1e-12, atol=1e-12)
         assert got[2] == float(np.sum(want[:, None] == y))
+
+
+@pytest.mark.parametrize("cols", [40, 300])
+def test_wide_products_are_blas_calls_per_tile_with_the_body_fused_after(cols, monkeypatch):
+    """X @ C.T with 24 centroids: one BLAS call per tile (any width of X), the rest of the
+    step (argmax, one-hot sums, counts, row minima) fused after it; the reference's numbers
+    with special values, exact ties to the first centroid, and scipy's BLAS on one thread while
+    the kernel runs (its chunks already run on every core), restored after."""
+    from fusedml.runtime import fused, threads
+
+    X = _special(_dyadic((ROWS // 4, cols)))
+    C = _dyadic((24, cols))
+    C[9] = C[3]
+    Xm = fm.matrix(X)
+    D = -2 * (Xm @ fm.matrix(C).T) + np.sum(C * C, axis=1)
+    P = fm.one_hot(fm.argmax(-D, axis=1))
+    expr = (P.T @ Xm, fm.sum(P, axis=0), fm.min(D, axis=1))
+    assert "np.dot(" in _source(expr[0], "fuse_all")
+    blas_threads = []
+    serial = threads.serial_scipy_blas
+
+    @contextlib.contextmanager
+    def watched():
+        with serial():
+            blas_threads.append(threads._scipy_openblas_threads()[0]())
+            yield
+
+    monkeypatch.setattr(fused, "serial_scipy_blas", watched)
+    before = threads._scipy_openblas_threads()[0]()
+    with np.errstate(all="ignore"):
+        S = -(-2 * (X @ C.T) + np.sum(C * C, axis=1))
+    P_np = np.eye(24)[np.argmax(S, axis=1)]
+    assert (P_np[:, 3] > 0).any() and not (P_np[:, 9] > 0).any()
+    with np.errstate(all="ignore"):
+        want = (P_np.T @ X, P_np.sum(axis=0), -S.max(axis=1))
+    for mode in ("fuse_all", "cost_based"):
+        got = _fused(expr, mode)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(np.reshape(g, w.shape), w, rtol=1e-12, atol=1e-12)
+    assert blas_threads and set(blas_threads) == {1}
+    assert threads._scipy_openblas_threads()[0]() == before
