@@ -516,7 +516,9 @@ def tile_kernel(spec) -> Kernel:
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
     copies_alloc, copies = tb.tile_copies()
-    for line in tb.alloc + copies_alloc:
+    # a BLAS body's tile buffers are noalias arguments of its chunk body (``Kernel.scratch``)
+    scratch = tb.alloc + copies_alloc if tb.blas else []
+    for line in [] if tb.blas else tb.alloc + copies_alloc:
         src(2, line)
     src.extend(parts["chunk"].lines)
     src(2, f"for i0 in range(lo, hi, {tile}):")
@@ -527,4 +529,7 @@ def tile_kernel(spec) -> Kernel:
     src.extend(parts["end"].lines)
     finish = parts["after"]
     finish(1, f"return {', '.join(f'out{k}' for k in range(len(outputs)))}")
-    return module(params, literals, spec.cplan.body, parts["head"], src, finish, blas=tb.blas)
+    return module(
+        params, literals, spec.cplan.body, parts["head"], src, finish, blas=tb.blas,
+        scratch=scratch,
+    )  # fmt: skip

@@ -3,6 +3,7 @@ wider or sparse ones row by row, and both give the reference interpreter's numbe
 of several tiles and a last partial tile, special values and exact ties included."""
 
 import contextlib
+import sys
 import warnings
 
 import numpy as np
@@ -27,17 +28,19 @@ def _special(X):
 
 @pytest.fixture(autouse=True)
 def tiles_from_two_rows(monkeypatch):
-    """Tiles for every size (they pay from 500k rows on): the tests' data is smaller."""
+    """Tiles for every size (they pay from 500k rows on): the tests' data is smaller. Each test
+    draws its data from the same seed, whichever tests ran before it in its process."""
     monkeypatch.setattr(row_tiles, "TILE_MIN_ROWS", 2)
+    monkeypatch.setattr(sys.modules[__name__], "RNG", np.random.default_rng(11))
 
 
-def _dyadic(shape):
+def _dyadic(shape, rng=None):
     """Normal draws rounded to multiples of 2**-10: every product and sum of a few hundred of
     them is exact in float64, so a duplicated centroid ties exactly whatever order numpy's BLAS
     or a kernel sums in (with arbitrary floats BLAS itself may round two equal columns
     differently), and other centroids' distances are far apart (coarser steps made two rows of C
     sum alike, a near tie on the row of 1e300s that rounding decides)."""
-    return np.round(RNG.standard_normal(shape) * 1024) / 1024
+    return np.round((rng or RNG).standard_normal(shape) * 1024) / 1024
 
 
 def _source(expr, mode):
@@ -187,8 +190,9 @@ def test_wide_products_are_blas_calls_per_tile_with_the_body_fused_after(cols, m
     the kernel runs (its chunks already run on every core), restored after."""
     from fusedml.runtime import fused, threads
 
-    X = _special(_dyadic((ROWS // 4, cols)))
-    C = _dyadic((24, cols))
+    rng = np.random.default_rng(cols)  # its own draws: the other tests' data stays as it was
+    X = _special(_dyadic((ROWS // 4, cols), rng))
+    C = _dyadic((24, cols), rng)
     C[9] = C[3]
     Xm = fm.matrix(X)
     D = -2 * (Xm @ fm.matrix(C).T) + np.sum(C * C, axis=1)
