@@ -115,8 +115,8 @@ RACES = {
         lambda n: sklearn.linear_model.LogisticRegression(C=1 / REG, fit_intercept=False),
         mlogreg_objective, "multiclass", ("default", "lbfgs"), own_objective=True,
     ),
-    # Lloyd from the same centers; fusedml's max_iter counts the evaluated centroids (one more
-    # than scikit-learn's updates)
+    # Lloyd from the same centers ("lloyd": scikit-learn's iteration; SystemDS's max_iter counts
+    # the evaluated centroids, one more than scikit-learn's updates)
     "KMeans": Race(
         lambda s, k: KMeans(n_clusters=CLUSTERS, init=first_centers, n_init=1, max_iter=k,
                             tol=0.0, algorithm="systemds" if s == "default" else s),
