@@ -55,6 +55,7 @@ BLAS_MIN_COLS = 8
 BLAS_MIN_CELLS = 256
 BLAS_MIN_ROWS = 2_048
 BLAS_TILE_CELLS = 32_768
+WIDE_SCATTER = 64  # rows at least this wide are added into a one-hot sum without banks
 # the row of tile row r, unsigned: numba then skips its negative-index wraparound on every access
 # (the tile copy of the KMeans step's 1M x 11 input took 12 ms signed, 7 ms unsigned; the whole
 # kernel 19.5-20.4 -> 14.8-15.6 ms)
@@ -425,9 +426,13 @@ def _emit_sink(tb: _TileBody, root: Node, kind: OutputKind, k: int, src: dict) -
         shape = f"(nchunk, {nx})" if width is None else f"(nchunk, {nx}, {cols})"
         head(1, f"{partial} = np.zeros({shape})")
         cell = f"{partial}[c, t]" if width is None else f"{partial}[c, t, q]"
-        if x in tb.onehot:
+        if x in tb.onehot and cols >= WIDE_SCATTER:  # straight into the chunk's partial
+            into = lambda t, q: f"{partial}[c, {t}, {q}]"  # noqa: E731
+            _onehot_scatter(tb, tail, tb.onehot[x], x, value, into)
+        elif x in tb.onehot:
             _banks(chunk, end, f"bank{k}", {"t": nx, "q": cols}, cell)
-            _onehot_scatter(tb, tail, tb.onehot[x], x, value, f"bank{k}")
+            into = lambda t, q: f"bank{k}[r & 1, {t}, {q}]"  # noqa: E731
+            _onehot_scatter(tb, tail, tb.onehot[x], x, value, into)
         else:
             _dots(tb, tail, x, value, width, cell)
         after(1, f"{out} = {combine('sum', partial)}.reshape(({nx}, {cols}))")
@@ -458,15 +463,17 @@ def _dots(tb: _TileBody, tail: Source, x: Node, y: Node, width: int | None, cell
     tail(5, f"{cell} += acc")
 
 
-def _onehot_scatter(tb: _TileBody, tail: Source, idx: str, x: Node, y: Node, bank: str) -> None:
+def _onehot_scatter(tb: _TileBody, tail: Source, idx: str, x: Node, y: Node, cell) -> None:
     """P.T @ Y for a one-hot P: each row of Y is added into its group's row of the partial
     (1 * y); other groups get 0 * y, which adds nothing unless the row holds inf or NaN (then
     its sum is not finite; a finite sum that overflows only adds zeros, which change no partial:
     one is never -0.0). Even and odd rows go to two banks (groups x Y's columns), so that a row's
     update does not wait for the previous row's to the same group (KMeans step on 1M x 10: 10.8
-    -> 10.0 ms, with the counts banked alike). Y's rows are read in place (contiguous)."""
+    -> 10.0 ms, with the counts banked alike); rows of ``WIDE_SCATTER`` or more columns are
+    independent adds enough, and go straight into the chunk's partial (no banks to zero and add:
+    51 MB a call at 256 groups x 784 columns). Y's rows are read in place (contiguous).
+    ``cell(t, q)``: the sum of group t, column q."""
     cols = tb.width[y] or 1
-    cell = lambda t, q: f"{bank}[r & 1, {t}, {q}]"  # noqa: E731
     tail(3, "for r in range(rows):")
     tail(4, f"g = {idx}[r]")
     tail(4, "ysum = 0.0")
