@@ -126,3 +126,19 @@ def test_an_outer_driver_skips_its_zeros_only_where_they_add_nothing(
                 "outer"]  # fmt: skip
             got = fm.evaluate(expr, fusion="fuse_all")
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", fm.FUSION_MODES)
+def test_a_computed_negative_zero_of_a_sparse_result_keeps_its_sign(mode):
+    """s / t with s a 1 x 1 CSR value broadcast over a row of -inf: the CSR result holds -0.0
+    (stored, as numpy computes it), and X divided by it is -inf where X is positive."""
+    X = np.array([[0.125, -0.25, 0.5, 1.0], [-2.0, 4.0, 1.5, 0.75]])
+    t = np.array([[-np.inf, -2.0, -np.inf, -1e300]])
+    s = sp.csr_array(np.array([[2.5]]))
+    with np.errstate(all="ignore"):
+        want = X / (2.5 / t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = fm.evaluate(fm.matrix(X) / (fm.matrix(s) / fm.matrix(t)), fusion=mode)
+    assert np.isneginf(want[0, 0])
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -37,7 +37,16 @@ Value = Any  # float | np.ndarray | sp.csr_array
 
 
 def _dense(v: Value) -> Value:
-    return v.toarray() if sp.issparse(v) else v
+    """v as an ndarray; a stored -0.0 stays -0.0 (scipy's ``toarray`` adds stored values into
+    zeros, and 0.0 + -0.0 is 0.0)."""
+    if not sp.issparse(v):
+        return v
+    out = v.toarray()
+    negative_zero = (v.data == 0) & np.signbit(v.data)
+    if negative_zero.any():
+        rows, cols = _coords(v)
+        out[rows[negative_zero], cols[negative_zero]] = -0.0
+    return out
 
 
 def _csr(data: np.ndarray, like: sp.csr_array) -> sp.csr_array:
@@ -76,7 +85,10 @@ def _elementwise_dense_then_csr(node: Node, args: Sequence[Value]) -> sp.csr_arr
     for k in ANNIHILATING_OPERANDS.get(node.op, ()):
         if sp.issparse(args[k]):
             out[np.broadcast_to(dense_args[k] == 0, node.shape)] = 0.0
-    return sp.csr_array(out)
+    # a computed -0.0 stays stored (scipy's dense-to-CSR drops it, and its sign: x / -0.0 is
+    # -inf, x / 0.0 inf); +0.0 is the implicit zero
+    rows, cols = np.nonzero((out != 0) | np.signbit(out))
+    return sp.csr_array((out[rows, cols], (rows, cols)), shape=node.shape)
 
 
 def _annihilating(node: Node, a: Value, b: Value) -> sp.csr_array:
