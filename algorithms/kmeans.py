@@ -373,7 +373,6 @@ class KMeans(FusedEstimatorMixin, ClusterMixin, TransformerMixin, BaseEstimator)
         return _first_step(X, C, sw)
 
     def _balanced_data(self, X):
-
         check_is_fitted(self)
         X = validated(self, X, reset=False)
         return _balanced(as_float_matrix(X), self.cluster_centers_)

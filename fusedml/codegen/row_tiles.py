@@ -23,6 +23,8 @@ with 2 to ``MAX_WIDTH`` columns, every input is dense and every vector of the bo
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from fusedml.codegen.chunking import chunks_source, partial_chunks
 from fusedml.codegen.operands import DENSE, SCALAR, Param
 from fusedml.codegen.render import Literals, elementwise_source, single_read_vectors
@@ -93,7 +95,7 @@ def _one_per_row(node: Node) -> bool:
     return node.meta.is_scalar or node.shape[1] == 1
 
 
-def blas_product(node: Node, placeholders: set[Node]) -> bool:
+def blas_product(node: Node, placeholders: Collection[Node]) -> bool:
     """Whether a body node is a product computed by BLAS over each tile: a dense row input
     times a whole matrix wide and large enough (``BLAS_MIN_COLS``, ``BLAS_MIN_CELLS``)."""
     if node.op is not Op.MATMUL:
@@ -107,6 +109,10 @@ def blas_product(node: Node, placeholders: set[Node]) -> bool:
         and b.meta.cols >= BLAS_MIN_COLS
         and b.meta.rows * b.meta.cols >= BLAS_MIN_CELLS
     )
+
+
+def _has_blas_product(nodes: list[Node], placeholders: set[Node]) -> bool:
+    return any(blas_product(n, placeholders) for n in nodes)
 
 
 def applicable(spec) -> bool:
@@ -134,7 +140,7 @@ def applicable(spec) -> bool:
     # kernels took 1.6x longer to compile (a GLM fit's 11 kernels: 10.5 against 6.6 s)
     if not any(n.op is Op.MATMUL and _width(n) >= 2 for n in nodes):
         return False
-    if any(blas_product(n, placeholders) for n in nodes):
+    if _has_blas_product(nodes, placeholders):
         narrow, least_rows = False, BLAS_MIN_ROWS
     else:
         narrow, least_rows = True, TILE_MIN_ROWS
@@ -356,7 +362,7 @@ class _TileBody:
         the row kernel's dot products do; here ``PRODUCT_BLOCK`` columns at a time, their sums
         in registers, the loop along the tile's rows outermost (and vectorized). Large enough
         products are BLAS's (``blas_product``)."""
-        if blas_product(node, set(self.param)):
+        if blas_product(node, self.param.keys()):
             self._blas_product(node, width)
             return
         x, b = node.inputs
@@ -502,12 +508,12 @@ def tile_kernel(spec) -> Kernel:
     outputs = _roots_and_kinds(spec)
     kept = [n for root, kind in outputs for n in _sink_nodes(root, kind)]
     nodes = Dag(kept).nodes
-    widest = max(_width(n) for n in nodes if not n.meta.is_scalar)
     placeholders = {p.node for p in params}
-    if any(blas_product(n, placeholders) for n in nodes):
+    if _has_blas_product(nodes, placeholders):  # tiles sized by the body's own vectors
         widest = max(_width(n) for n in nodes if not n.meta.is_scalar and n not in placeholders)
         tile = max(64, min(MAX_TILE, BLAS_TILE_CELLS // widest))
     else:
+        widest = max(_width(n) for n in nodes if not n.meta.is_scalar)
         tile = max(16, min(MAX_TILE, TILE_CELLS // widest))
     literals = Literals()
     tb = _TileBody(params, literals, tile)
@@ -523,9 +529,10 @@ def tile_kernel(spec) -> Kernel:
     src(2, "lo = c * m // nchunk")
     src(2, "hi = (c + 1) * m // nchunk")
     copies_alloc, copies = tb.tile_copies()
+    buffers = tb.alloc + copies_alloc
     # a BLAS body's tile buffers are noalias arguments of its chunk body (``Kernel.scratch``)
-    scratch = tb.alloc + copies_alloc if tb.blas else []
-    for line in [] if tb.blas else tb.alloc + copies_alloc:
+    scratch = buffers if tb.blas else []
+    for line in [] if tb.blas else buffers:
         src(2, line)
     src.extend(parts["chunk"].lines)
     src(2, f"for i0 in range(lo, hi, {tile}):")
